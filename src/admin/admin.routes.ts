@@ -1,0 +1,152 @@
+// The admin API under /api/admin: stores, keys, customers and checkout. Thin adapters over the services.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { CreateCustomerBodySchema } from "../customers/customers.schemas.ts";
+import { CheckoutBodySchema } from "../invoices/invoices.schemas.ts";
+import { Nullable, errorResponses } from "../lib/schemas.ts";
+import type { Services } from "../services.ts";
+import { SCOPES } from "../stores/stores.service.ts";
+import { requireAdmin } from "./admin.auth.ts";
+
+const StoreParams = Type.Object({ storeId: Type.String() });
+const StoreSchema = Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.String({ format: "date-time" }) });
+const ScopeSchema = Type.String({ enum: [...SCOPES] });
+
+export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.addHook("onRequest", requireAdmin(services.config.adminToken));
+    const security = [{ adminToken: [] }];
+    const tags = ["admin"];
+
+    app.post(
+      "/stores",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Create a store",
+          body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+          response: { 201: StoreSchema, ...errorResponses(400, 401) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await services.stores.createStore(request.body.name)),
+    );
+
+    app.get(
+      "/stores",
+      { schema: { tags, security, summary: "List stores", response: { 200: Type.Object({ data: Type.Array(StoreSchema) }) } } },
+      async () => ({ data: await services.stores.listStores() }),
+    );
+
+    app.post(
+      "/stores/:storeId/keys",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Create an API key (the key is shown only in this response)",
+          params: StoreParams,
+          body: Type.Optional(
+            Type.Object(
+              { scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1 })), name: Type.Optional(Type.String({ maxLength: 200 })) },
+              { additionalProperties: false },
+            ),
+          ),
+          response: { 201: Type.Object({ id: Type.String(), key: Type.String(), scopes: Type.Array(ScopeSchema) }), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body ?? {};
+        const created = await services.stores.createKey(request.params.storeId, {
+          ...(body.scopes ? { scopes: body.scopes } : {}),
+          ...(body.name ? { name: body.name } : {}),
+        });
+        return reply.code(201).send(created);
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/keys",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "List a store's API keys (never the keys themselves)",
+          params: StoreParams,
+          response: {
+            200: Type.Object({
+              data: Type.Array(
+                Type.Object({
+                  id: Type.String(),
+                  name: Nullable(Type.String()),
+                  prefix: Type.String(),
+                  scopes: Type.Array(ScopeSchema),
+                  createdAt: Type.String(),
+                  revokedAt: Nullable(Type.String()),
+                }),
+              ),
+            }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      async (request) => ({ data: await services.stores.listKeys(request.params.storeId) }),
+    );
+
+    app.delete(
+      "/stores/:storeId/keys/:keyId",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Revoke an API key",
+          params: Type.Object({ storeId: Type.String(), keyId: Type.String() }),
+          response: { 204: Type.Null(), ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => {
+        await services.stores.revokeKey(request.params.storeId, request.params.keyId);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      "/stores/:storeId/customers",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Create a customer",
+          params: StoreParams,
+          body: CreateCustomerBodySchema,
+          response: {
+            201: Type.Object({
+              id: Type.String(),
+              email: Type.String(),
+              createdAt: Type.String(),
+              storeCustomerDiscordAccount: Nullable(Type.Object({ discordId: Type.String(), email: Type.String() })),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await services.customers.create(request.params.storeId, request.body)),
+    );
+
+    app.post(
+      "/stores/:storeId/invoices",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Checkout: create a pending invoice",
+          description: "totalInUsd is the sum of price × quantity over the items.",
+          params: StoreParams,
+          body: CheckoutBodySchema,
+          response: { 201: Type.Ref("Invoice"), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await services.invoices.checkout(request.params.storeId, request.body)),
+    );
+  };
+}

@@ -1,0 +1,38 @@
+// The read API's authentication: `Authorization: <key>` or `Authorization: Bearer <key>`, a key of one
+// store with the route's scope. Runs as the route's first hook, before validation and rate limiting.
+import type { FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import { AppError } from "../errors.ts";
+import type { AuthenticatedKey, Scope, StoresService } from "../stores/stores.service.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    apiKey: AuthenticatedKey | null;
+  }
+}
+
+export function extractToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const value = header.trim();
+  const m = /^Bearer\s+(\S+)$/i.exec(value);
+  if (m) return m[1]!;
+  return /^\S+$/.test(value) ? value : null;
+}
+
+export function requireApiKey(stores: StoresService, scope: Scope): onRequestAsyncHookHandler {
+  return async function apiKeyHook(request: FastifyRequest) {
+    const token = extractToken(request.headers.authorization);
+    if (token === null) {
+      throw new AppError("unauthorized", "Missing API key: send Authorization: <API_KEY> (or Bearer <API_KEY>)");
+    }
+    const key = await stores.authenticate(token);
+    if (key === null) throw new AppError("unauthorized", "Unknown or revoked API key");
+    if (!key.scopes.has(scope)) throw new AppError("forbidden", `This key lacks the ${scope} scope`);
+    request.apiKey = key;
+  };
+}
+
+/** The authenticated store of a request that passed requireApiKey. */
+export function authenticatedStoreId(request: FastifyRequest): string {
+  if (request.apiKey === null) throw new Error("route is missing requireApiKey");
+  return request.apiKey.storeId;
+}

@@ -1,0 +1,178 @@
+// Environment → one frozen, typed Config, checked once at start-up.
+// Every problem is collected so a bad deployment fails with the whole list, each line naming its variable.
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export interface PluginLimitsConfig {
+  poolSize: number;
+  cpuMs: number;
+  wallMs: number;
+  memoryBytes: number;
+  maxFetches: number;
+  fetchTimeoutMs: number;
+  fetchMaxBytes: number;
+  maxLogLines: number;
+  maxLogBytes: number;
+  maxResultBytes: number;
+  fetchAllow: string[];
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** `sqlite:<file>` (embedded default) or a `postgres://` URL. */
+  databaseUrl: string;
+  database: { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+  /** Directory of the embedded database; generated secrets (SECRETS_KEY) are kept beside it. */
+  dataDir: string;
+  apiNamespace: string;
+  adminToken: string | null;
+  secretsKey: string | null;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  rateLimit: { max: number; windowMs: number };
+  webhookRateLimit: { max: number; windowMs: number };
+  webhookBodyLimitBytes: number;
+  deliveryRetentionDays: number;
+  trustProxy: boolean;
+  plugin: PluginLimitsConfig;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads `.env` from the working directory into process.env when present (real env vars win). */
+export function loadDotEnv(file = ".env"): void {
+  if (existsSync(file)) process.loadEnvFile(file);
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const problems: string[] = [];
+
+  const str = (name: string, fallback: string): string => {
+    const v = env[name];
+    return v === undefined || v === "" ? fallback : v;
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    if (!/^\d+$/.test(raw.trim())) {
+      problems.push(`${name} must be a whole number, got "${raw}"`);
+      return fallback;
+    }
+    const n = Number(raw);
+    if (n < min || n > max) problems.push(`${name} must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    problems.push(`${name} must be true or false, got "${raw}"`);
+    return fallback;
+  };
+
+  const port = int("PORT", 3000, 0, 65535);
+  const host = str("HOST", "127.0.0.1");
+
+  const databaseUrl = str("DATABASE_URL", "sqlite:./data/storefront.db");
+  let database: Config["database"] = { kind: "sqlite", file: "./data/storefront.db" };
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    try {
+      new URL(databaseUrl);
+      database = { kind: "postgres", url: databaseUrl };
+    } catch {
+      problems.push(`DATABASE_URL is not a valid URL`);
+    }
+  } else if (databaseUrl.startsWith("sqlite:")) {
+    const file = databaseUrl.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
+    if (file === "") problems.push(`DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/storefront.db`);
+    database = { kind: "sqlite", file };
+  } else {
+    problems.push(`DATABASE_URL must start with sqlite: or postgres://, got "${databaseUrl}"`);
+  }
+  const dataDir = database.kind === "sqlite" && database.file !== ":memory:" ? path.dirname(path.resolve(database.file)) : path.resolve("./data");
+
+  const apiNamespace = str("API_NAMESPACE", "service");
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/i.test(apiNamespace)) {
+    problems.push(`API_NAMESPACE must be one path segment of letters, digits and dashes, got "${apiNamespace}"`);
+  } else if (["admin", "paymentPlugins"].includes(apiNamespace)) {
+    problems.push(`API_NAMESPACE must not be "${apiNamespace}": that path is taken`);
+  }
+
+  const adminToken = env.ADMIN_TOKEN ? env.ADMIN_TOKEN : null;
+  if (adminToken !== null && adminToken.length < 16) problems.push(`ADMIN_TOKEN must be at least 16 characters`);
+
+  const secretsKey = env.SECRETS_KEY ? env.SECRETS_KEY : null;
+  if (secretsKey !== null && !isValidSecretsKey(secretsKey)) {
+    problems.push(`SECRETS_KEY must be 32 bytes as 64 hex characters or base64`);
+  }
+
+  const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+
+  const fetchAllow = str("PLUGIN_FETCH_ALLOW", "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    database,
+    dataDir,
+    apiNamespace,
+    adminToken,
+    secretsKey,
+    logLevel,
+    rateLimit: { max: int("RATE_LIMIT_MAX", 600, 1, 1e9), windowMs: int("RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000) },
+    webhookRateLimit: {
+      max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),
+      windowMs: int("WEBHOOK_RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000),
+    },
+    webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
+    trustProxy: bool("TRUST_PROXY", false),
+    plugin: {
+      poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
+      cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),
+      wallMs: int("PLUGIN_WALL_MS", 10_000, 10, 300_000),
+      memoryBytes: int("PLUGIN_MEMORY_MB", 32, 1, 1024) * 1024 * 1024,
+      maxFetches: int("PLUGIN_MAX_FETCHES", 10, 0, 1000),
+      fetchTimeoutMs: int("PLUGIN_FETCH_TIMEOUT_MS", 5_000, 1, 300_000),
+      fetchMaxBytes: int("PLUGIN_FETCH_MAX_BYTES", 1024 * 1024, 1, 256 * 1024 * 1024),
+      maxLogLines: int("PLUGIN_MAX_LOG_LINES", 100, 0, 100_000),
+      maxLogBytes: int("PLUGIN_MAX_LOG_BYTES", 2048, 1, 1024 * 1024),
+      maxResultBytes: int("PLUGIN_MAX_RESULT_BYTES", 64 * 1024, 64, 16 * 1024 * 1024),
+      fetchAllow,
+    },
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(config);
+}
+
+export function isValidSecretsKey(value: string): boolean {
+  if (/^[0-9a-f]{64}$/i.test(value)) return true;
+  return /^[A-Za-z0-9+/_-]+=*$/.test(value) && Buffer.from(value, "base64").length === 32;
+}
+
+function deepFreeze<T>(value: T): Readonly<T> {
+  if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

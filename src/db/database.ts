@@ -1,0 +1,75 @@
+// The database connection: embedded SQLite (better-sqlite3, WAL) by default, PostgreSQL (pg) for more than
+// one machine. Both speak through the same Kysely<Database>, so repositories are written once.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import pg from "pg";
+import type { Config } from "../config.ts";
+import type { Database } from "./schema.ts";
+import { migrateToLatest } from "./migrate.ts";
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  /** Raw better-sqlite3 handle for bulk loading (seed); null on PostgreSQL. */
+  sqlite: SQLite.Database | null;
+  /** Raw pg pool for bulk loading (seed, COPY); null on SQLite. */
+  pgPool: pg.Pool | null;
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// int8 (bigint) and numeric come back from pg as strings; our int8 columns hold epoch milliseconds and
+// cents, far inside Number's safe range, so they are parsed as numbers.
+const INT8_OID = 20;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
+};
+
+export function openDatabase(database: Config["database"], options: { poolSize?: number } = {}): Db {
+  if (database.kind === "postgres") {
+    const pool = new pg.Pool({ connectionString: database.url, max: options.poolSize ?? 10, types: pgTypes });
+    // An idle client's error (server restart) must not crash the process; the next query reconnects.
+    pool.on("error", () => {});
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      kysely,
+      dialect: "postgres",
+      sqlite: null,
+      pgPool: pool,
+      migrate: async () => {
+        await migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" });
+      },
+      ping: async () => {
+        await sql`select 1`.execute(kysely);
+      },
+      close: () => kysely.destroy(),
+    };
+  }
+
+  if (database.file !== ":memory:") mkdirSync(path.dirname(path.resolve(database.file)), { recursive: true });
+  const handle = new SQLite(database.file);
+  handle.pragma("journal_mode = WAL");
+  handle.pragma("synchronous = NORMAL");
+  handle.pragma("foreign_keys = ON");
+  handle.pragma("busy_timeout = 5000");
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
+  return {
+    kysely,
+    dialect: "sqlite",
+    sqlite: handle,
+    pgPool: null,
+    migrate: async () => {
+      await migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" });
+    },
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: () => kysely.destroy(),
+  };
+}

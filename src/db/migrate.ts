@@ -1,0 +1,34 @@
+// One ordered list of migrations for both dialects, applied by `storefront migrate` and at `serve` start-up.
+// Kysely's Migrator keeps the applied list in `kysely_migration` and takes a lock, so several service
+// processes starting together on one PostgreSQL apply each migration once.
+import type { Kysely } from "kysely";
+import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
+import * as m0001 from "./migrations/0001_initial.ts";
+
+export interface MigrationContext {
+  dialect: "sqlite" | "postgres";
+}
+
+type MigrationModule = { up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> };
+
+/** Later issues append here; names sort in application order. */
+const migrations: Record<string, MigrationModule> = {
+  "0001_initial": m0001,
+};
+
+export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
+  const migrator = new Migrator({
+    db,
+    provider: {
+      getMigrations: () =>
+        Promise.resolve(
+          Object.fromEntries(
+            Object.entries(migrations).map(([name, mod]): [string, Migration] => [name, { up: (d) => mod.up(d, ctx) }]),
+          ),
+        ),
+    },
+  });
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  return result;
+}

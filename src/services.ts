@@ -1,0 +1,58 @@
+// Explicit wiring: builds the database, repositories and services once. The server, the command line and
+// the tests all start from here (tests on a fresh database).
+import type { FastifyRequest } from "fastify";
+import type { Config } from "./config.ts";
+import { type Db, openDatabase } from "./db/database.ts";
+import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
+import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
+import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
+import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
+import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createStoresService, type StoresService } from "./stores/stores.service.ts";
+
+export interface RouteRateLimit {
+  max: number;
+  timeWindow: number;
+  hook: "preValidation";
+  keyGenerator: (request: FastifyRequest) => string;
+}
+
+export interface Services {
+  config: Readonly<Config>;
+  db: Db;
+  stores: StoresService;
+  customers: CustomersRepository & CustomersService;
+  invoices: InvoicesRepository & InvoicesService;
+  metrics: Metrics;
+  /** Per-key rate limit of the read API (rate-limit plugin route config). */
+  readRateLimit: RouteRateLimit;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** Apply migrations before returning (serve, tests). */
+  migrate?: boolean;
+  now?: () => number;
+}
+
+export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
+  const db = openDatabase(config.database);
+  if (options.migrate ?? true) await db.migrate();
+  const now = options.now ?? Date.now;
+  const invoicesRepo = createInvoicesRepository(db.kysely);
+  return {
+    config,
+    db,
+    stores: createStoresService(db.kysely, now),
+    customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
+    invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
+    metrics: createMetrics(),
+    readRateLimit: {
+      max: config.rateLimit.max,
+      timeWindow: config.rateLimit.windowMs,
+      hook: "preValidation",
+      keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.keyId}` : `ip:${request.ip}`),
+    },
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,139 @@
+// Stores and their API keys. A key is random, shown once, stored only as its SHA-256 (a 256-bit random
+// secret needs no slow hash), belongs to exactly one store, carries scopes, and can be revoked.
+import { createHash, randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { AppError } from "../errors.ts";
+import { newId } from "../lib/ids.ts";
+
+export const SCOPES = ["customers:read", "invoices:read"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface Store {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  storeId: string;
+  name: string | null;
+  prefix: string;
+  scopes: Scope[];
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface AuthenticatedKey {
+  keyId: string;
+  storeId: string;
+  scopes: ReadonlySet<string>;
+}
+
+const KEY_PREFIX = "sk_";
+
+export const hashApiKey = (key: string): string => createHash("sha256").update(key).digest("hex");
+
+export interface StoresService {
+  createStore(name: string): Promise<Store>;
+  listStores(): Promise<Store[]>;
+  getStore(id: string): Promise<Store | null>;
+  requireStore(id: string): Promise<Store>;
+  createKey(storeId: string, options?: { scopes?: readonly string[]; name?: string }): Promise<{ id: string; key: string; scopes: Scope[] }>;
+  listKeys(storeId: string): Promise<ApiKeyInfo[]>;
+  revokeKey(storeId: string, keyId: string): Promise<void>;
+  /** The key's store and scopes, or null for an unknown or revoked key. */
+  authenticate(key: string): Promise<AuthenticatedKey | null>;
+}
+
+export function createStoresService(db: Kysely<Database>, now: () => number = Date.now): StoresService {
+  const toStore = (r: { id: string; name: string; created_at: number }): Store => ({
+    id: r.id,
+    name: r.name,
+    createdAt: new Date(r.created_at).toISOString(),
+  });
+
+  const service: StoresService = {
+    async createStore(name) {
+      const row = { id: newId("st"), name, created_at: now() };
+      await db.insertInto("stores").values(row).execute();
+      return toStore(row);
+    },
+    async listStores() {
+      const rows = await db.selectFrom("stores").selectAll().orderBy("created_at").orderBy("id").execute();
+      return rows.map(toStore);
+    },
+    async getStore(id) {
+      const row = await db.selectFrom("stores").selectAll().where("id", "=", id).executeTakeFirst();
+      return row ? toStore(row) : null;
+    },
+    async requireStore(id) {
+      const store = await service.getStore(id);
+      if (!store) throw new AppError("store_not_found", `No store ${id}`, { param: "storeId" });
+      return store;
+    },
+    async createKey(storeId, options = {}) {
+      await service.requireStore(storeId);
+      const scopes = options.scopes ?? SCOPES;
+      const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+      if (unknown.length > 0 || scopes.length === 0) {
+        throw new AppError("invalid_request", `scopes must be a non-empty list of ${SCOPES.join(", ")}`, { param: "scopes" });
+      }
+      const key = KEY_PREFIX + randomBytes(32).toString("base64url");
+      const id = newId("key");
+      const unique = [...new Set(scopes)] as Scope[];
+      await db
+        .insertInto("api_keys")
+        .values({
+          id,
+          store_id: storeId,
+          key_hash: hashApiKey(key),
+          key_prefix: key.slice(0, 10),
+          name: options.name ?? null,
+          scopes: unique.join(" "),
+          created_at: now(),
+          revoked_at: null,
+        })
+        .execute();
+      return { id, key, scopes: unique };
+    },
+    async listKeys(storeId) {
+      await service.requireStore(storeId);
+      const rows = await db.selectFrom("api_keys").selectAll().where("store_id", "=", storeId).orderBy("created_at").orderBy("id").execute();
+      return rows.map((r) => ({
+        id: r.id,
+        storeId: r.store_id,
+        name: r.name,
+        prefix: r.key_prefix,
+        scopes: r.scopes.split(" ") as Scope[],
+        createdAt: new Date(r.created_at).toISOString(),
+        revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at).toISOString(),
+      }));
+    },
+    async revokeKey(storeId, keyId) {
+      const result = await db
+        .updateTable("api_keys")
+        .set({ revoked_at: now() })
+        .where("id", "=", keyId)
+        .where("store_id", "=", storeId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) {
+        const exists = await db.selectFrom("api_keys").select("id").where("id", "=", keyId).where("store_id", "=", storeId).executeTakeFirst();
+        if (!exists) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
+      }
+    },
+    async authenticate(key) {
+      if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
+      const row = await db
+        .selectFrom("api_keys")
+        .select(["id", "store_id", "scopes", "revoked_at"])
+        .where("key_hash", "=", hashApiKey(key))
+        .executeTakeFirst();
+      if (!row || row.revoked_at !== null) return null;
+      return { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")) };
+    },
+  };
+  return service;
+}
