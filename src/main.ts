@@ -1,0 +1,17 @@
+// The one entry point: the `storefront` command line, whose `serve` starts the server.
+import { Command } from "commander";
+import { reportCliError } from "./cli/context.ts";
+import { registerSeedCommand } from "./cli/seed.command.ts";
+import { registerServeCommand } from "./cli/serve.command.ts";
+import { registerStoreCommands } from "./cli/stores.commands.ts";
+
+const program = new Command()
+  .name("storefront")
+  .description("Self-hostable commerce back end: read API, Lua payment plugins, sandbox.")
+  .showHelpAfterError();
+
+registerServeCommand(program);
+registerStoreCommands(program);
+registerSeedCommand(program);
+
+program.parseAsync(process.argv).catch(reportCliError);
