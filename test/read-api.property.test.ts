@@ -1,0 +1,147 @@
+// Property: for any generated store and any query (id, date window, page size), paging the real API to
+// the end returns exactly what a plain in-memory reference of the CONTRACT's rules returns, in order.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import fc from "fast-check";
+import { DIALECTS, createHarness, expectStatus, type Harness } from "./helpers/harness.ts";
+
+const T0 = Date.parse("2023-01-01T00:00:00.000Z");
+const DAY = 86_400_000;
+
+interface GenInvoice { id: string; createdAt: number; status: string; cents: number; session: string; discord: string | null; items: { variant: string; coupon: string | null }[] }
+interface GenCustomer { id: string; createdAt: number; discord: string | null; reviews: string[]; invoices: GenInvoice[] }
+
+// Few distinct timestamps and identifiers, so ties, shared variants and repeated ids are common.
+const timeArb = fc.integer({ min: 0, max: 6 }).map((d) => T0 + d * DAY);
+const variantArb = fc.constantFrom("v1", "v2", "v3");
+const invoiceArb = fc.record({
+  createdAt: timeArb,
+  status: fc.constantFrom("pending", "completed", "disputed", "refunded"),
+  cents: fc.integer({ min: 0, max: 100_000 }),
+  discord: fc.option(fc.constantFrom("d1", "d2"), { nil: null }),
+  items: fc.array(fc.record({ variant: variantArb, coupon: fc.option(fc.constantFrom("c1", "c2"), { nil: null }) }), { minLength: 1, maxLength: 3 }),
+});
+const customerArb = fc.record({
+  createdAt: timeArb,
+  discord: fc.option(fc.constantFrom("d1", "d2", "d3"), { nil: null }),
+  reviews: fc.array(fc.constantFrom("p1", "p2"), { maxLength: 2 }),
+  invoices: fc.array(invoiceArb, { maxLength: 3 }),
+});
+const queryArb = fc.record({
+  id: fc.option(fc.constantFrom("v1", "v2", "v3", "c1", "c2", "d1", "d2", "d3", "p1", "p2", "CUS0", "CUS3", "INV0", "INV2", "SES1", "zzz"), { nil: undefined }),
+  from: fc.option(timeArb, { nil: undefined }),
+  to: fc.option(timeArb, { nil: undefined }),
+  limit: fc.integer({ min: 1, max: 7 }),
+});
+
+const byNewest = (a: { createdAt: number; id: string }, b: { createdAt: number; id: string }) =>
+  b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+for (const dialect of DIALECTS) {
+  describe(`read API property on ${dialect.name}`, { skip: dialect.skip }, () => {
+    let h: Harness;
+    let run = 0;
+    before(async () => {
+      h = await createHarness(dialect.name, { RATE_LIMIT_MAX: "100000000" });
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    async function insert(storeId: string, generated: Omit<GenCustomer, "id">[]): Promise<GenCustomer[]> {
+      const db = h.services.db.kysely;
+      const r = `r${run}`; // ids are unique per run; the tokens CUS0/INV2/SES1 name this run's elements
+      const customers: GenCustomer[] = [];
+      let invoiceNo = 0;
+      for (const [ci, c] of generated.entries()) {
+        const customer: GenCustomer = { ...c, id: `cus_${r}_${ci}`, invoices: [] };
+        await db.insertInto("customers").values({ id: customer.id, store_id: storeId, email: `${customer.id}@x.io`, created_at: c.createdAt }).execute();
+        if (c.discord) await db.insertInto("customer_discord_accounts").values({ customer_id: customer.id, store_id: storeId, discord_id: c.discord, email: "d@x.io" }).execute();
+        for (const [ri, product] of c.reviews.entries()) {
+          await db.insertInto("reviews").values({ id: `rev_${r}_${ci}_${ri}`, store_id: storeId, customer_id: customer.id, rating: 4, text: "", product_id: product, created_at: T0 }).execute();
+        }
+        for (const inv of c.invoices) {
+          const n = invoiceNo++;
+          const invoice: GenInvoice = { ...inv, id: `inv_${r}_${n}`, session: `ses_${r}_${n % 3}` };
+          await db
+            .insertInto("invoices")
+            .values({
+              id: invoice.id, store_id: storeId, customer_id: customer.id, total_cents: inv.cents, payment_method: "m", displayed_payment_info: "",
+              created_on_session_id: invoice.session, left_feedback: 0, status: inv.status, discord_id: inv.discord, discord_email: inv.discord ? "e" : null,
+              created_at: inv.createdAt, updated_at: inv.createdAt,
+            })
+            .execute();
+          await db
+            .insertInto("invoice_items")
+            .values(inv.items.map((it, position) => ({ invoice_id: invoice.id, position, store_id: storeId, customer_id: customer.id, product_variant_id: it.variant, quantity: 1, price_cents: 1, coupon_id: it.coupon })))
+            .execute();
+          customer.invoices.push(invoice);
+        }
+        customers.push(customer);
+      }
+      return customers;
+    }
+
+    const token = (id: string | undefined) =>
+      id === undefined ? undefined : id.replace(/^CUS(\d)$/, `cus_r${run}_$1`).replace(/^INV(\d)$/, `inv_r${run}_$1`).replace(/^SES(\d)$/, `ses_r${run}_$1`);
+
+    async function pageAll(path: string, key: string, q: { id?: string; from?: number; to?: number; limit: number }): Promise<Record<string, unknown>[]> {
+      const params = new URLSearchParams({ limit: String(q.limit) });
+      if (q.id !== undefined) params.set("id", q.id);
+      if (q.from !== undefined) params.set("createdAtFrom", new Date(q.from).toISOString());
+      if (q.to !== undefined) params.set("createdAtTo", new Date(q.to).toISOString());
+      const out: Record<string, unknown>[] = [];
+      for (let guard = 0; guard < 200; guard++) {
+        const r = await h.get(`/api/service/${path}?${params}`, key);
+        expectStatus(r, 200);
+        const body = r.json<{ data: Record<string, Record<string, unknown>[]>; pagination: { nextCursor: string | null } }>();
+        const page = body.data[path]!;
+        assert.ok(page.length <= q.limit);
+        out.push(...page);
+        if (body.pagination.nextCursor === null) return out;
+        params.set("cursor", body.pagination.nextCursor);
+      }
+      throw new Error("paging did not end");
+    }
+
+    test("customers and invoices: filter + paging equals the in-memory reference", async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(customerArb, { maxLength: 12 }), fc.array(queryArb, { minLength: 1, maxLength: 4 }), async (generated, queries) => {
+          run++;
+          const store = await h.store(`prop ${run}`);
+          const data = await insert(store.id, generated);
+          for (const rawQuery of queries) {
+            const q = { ...rawQuery, id: token(rawQuery.id) };
+            if (q.from !== undefined && q.to !== undefined && q.from > q.to) continue;
+            const inWindow = (t: number) => (q.from === undefined || t >= q.from) && (q.to === undefined || t <= q.to);
+
+            const allInvoices = data.flatMap((c) => c.invoices.map((i) => ({ ...i, customerId: c.id })));
+            const expectedInvoices = allInvoices
+              .filter((i) => inWindow(i.createdAt))
+              .filter((i) => q.id === undefined || [i.id, i.customerId, i.session, i.discord, ...i.items.flatMap((it) => [it.variant, it.coupon])].includes(q.id))
+              .sort(byNewest);
+            const gotInvoices = await pageAll("invoices", store.key, q);
+            assert.deepEqual(gotInvoices.map((i) => i.id), expectedInvoices.map((i) => i.id), `invoices ${JSON.stringify(q)}`);
+
+            const expectedCustomers = data
+              .filter((c) => inWindow(c.createdAt))
+              .filter(
+                (c) =>
+                  q.id === undefined ||
+                  [c.id, c.discord, ...c.reviews, ...c.invoices.flatMap((i) => [i.id, ...i.items.flatMap((it) => [it.variant, it.coupon])])].includes(q.id),
+              )
+              .sort(byNewest);
+            const gotCustomers = await pageAll("customers", store.key, q);
+            assert.deepEqual(gotCustomers.map((c) => c.id), expectedCustomers.map((c) => c.id), `customers ${JSON.stringify(q)}`);
+            for (const [i, c] of expectedCustomers.entries()) {
+              const completed = c.invoices.filter((inv) => inv.status === "completed");
+              assert.equal(gotCustomers[i]!.totalOrders, completed.length);
+              assert.equal(gotCustomers[i]!.totalSpent, completed.reduce((s, inv) => s + inv.cents, 0) / 100);
+            }
+          }
+        }),
+        { numRuns: dialect.name === "sqlite" ? 40 : 20 },
+      );
+    });
+  });
+}
