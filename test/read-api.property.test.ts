@@ -48,7 +48,9 @@ for (const dialect of DIALECTS) {
       await h?.close();
     });
 
-    async function insert(storeId: string, generated: Omit<GenCustomer, "id">[]): Promise<GenCustomer[]> {
+    type GeneratedCustomer = Omit<GenCustomer, "id" | "invoices"> & { invoices: Omit<GenInvoice, "id" | "session">[] };
+
+    async function insert(storeId: string, generated: GeneratedCustomer[]): Promise<GenCustomer[]> {
       const db = h.services.db.kysely;
       const r = `r${run}`; // ids are unique per run; the tokens CUS0/INV2/SES1 name this run's elements
       const customers: GenCustomer[] = [];

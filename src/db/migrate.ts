@@ -4,6 +4,7 @@
 import type { Kysely } from "kysely";
 import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
+import * as m0002 from "./migrations/0002_plugins.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -14,6 +15,7 @@ type MigrationModule = { up(db: Kysely<unknown>, ctx: MigrationContext): Promise
 /** Later issues append here; names sort in application order. */
 const migrations: Record<string, MigrationModule> = {
   "0001_initial": m0001,
+  "0002_plugins": m0002,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -101,6 +101,53 @@ export interface InvoiceLogsTable {
   created_at: number;
 }
 
+export interface PluginInstallationsTable {
+  id: string;
+  store_id: string;
+  name: string;
+  enabled: number;
+  current_version: number;
+  /** AES-256-GCM sealed JSON object of the secrets ("" when none). */
+  secrets: string;
+  /** Space-separated names of the secrets, for showing without decrypting. */
+  secret_names: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PluginVersionsTable {
+  installation_id: string;
+  version: number;
+  source: string;
+  source_sha256: string;
+  catalog_name: string | null;
+  created_at: number;
+}
+
+export interface DeliveriesTable {
+  id: string;
+  store_id: string;
+  plugin_name: string;
+  plugin_version: number | null;
+  replay_of: string | null;
+  method: string;
+  /** JSON objects / arrays stored as text, identically on both dialects. */
+  headers: string;
+  query: string;
+  body: Buffer;
+  outcome: string;
+  result: string | null;
+  error: string | null;
+  logs: string;
+  fetches: string;
+  invoice_id: string | null;
+  transition: string | null;
+  duration_ms: number;
+  response_status: number;
+  response_body: string;
+  created_at: number;
+}
+
 export interface Database {
   stores: StoresTable;
   api_keys: ApiKeysTable;
@@ -112,4 +159,7 @@ export interface Database {
   invoice_fields: InvoiceFieldsTable;
   invoice_items: InvoiceItemsTable;
   invoice_logs: InvoiceLogsTable;
+  plugin_installations: PluginInstallationsTable;
+  plugin_versions: PluginVersionsTable;
+  deliveries: DeliveriesTable;
 }
