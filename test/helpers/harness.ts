@@ -1,5 +1,6 @@
 // Test harness: the real app (buildApp + app.inject) on a real database — a fresh SQLite file, or a fresh
 // schema in the local PostgreSQL — with a controllable clock. The same suites run on both dialects.
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -105,7 +106,14 @@ export interface Harness {
 
 export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
   const database = await freshDatabase(dialect);
-  const config = loadConfig({ DATABASE_URL: database.url, ADMIN_TOKEN, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "2", ...env });
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    ADMIN_TOKEN,
+    LOG_LEVEL: "silent",
+    PLUGIN_POOL_SIZE: "2",
+    SECRETS_KEY: randomBytes(32).toString("hex"),
+    ...env,
+  });
   const clock = createClock();
   const services = await createServices(config, { now: clock.now });
   const app = await buildApp(services, { logger: false });
