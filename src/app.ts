@@ -14,6 +14,7 @@ import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schema
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
+import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -98,6 +99,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(invoicesRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(adminRoutes(services), { prefix: "/api/admin" });
+  await app.register(webhookRoutes(services), { prefix: "/api" });
 
   return app;
 }

@@ -1,6 +1,7 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
 import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
+import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
@@ -13,5 +14,6 @@ const program = new Command()
 registerServeCommand(program);
 registerStoreCommands(program);
 registerSeedCommand(program);
+registerPluginCommands(program);
 
 program.parseAsync(process.argv).catch(reportCliError);

@@ -8,6 +8,11 @@ import { createCustomersService, type CustomersService } from "./customers/custo
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
+import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
+import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
+import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
+import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createStoresService, type StoresService } from "./stores/stores.service.ts";
 
 export interface RouteRateLimit {
@@ -23,6 +28,10 @@ export interface Services {
   stores: StoresService;
   customers: CustomersRepository & CustomersService;
   invoices: InvoicesRepository & InvoicesService;
+  plugins: PluginsService;
+  deliveries: DeliveriesRepository;
+  webhooks: WebhookService;
+  sandbox: Sandbox;
   metrics: Metrics;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
   readRateLimit: RouteRateLimit;
@@ -40,12 +49,29 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db.kysely);
+  const sandbox = createSandbox(config.plugin);
+  const box = createSecretBox(resolveSecretsKey(config).key);
+  const plugins = createPluginsService(db.kysely, box, sandbox, now);
+  const deliveries = createDeliveriesRepository(db.kysely);
+  const webhooks = createWebhookService({
+    db: db.kysely,
+    plugins,
+    invoices: invoicesRepo,
+    deliveries,
+    sandbox,
+    retentionDays: config.deliveryRetentionDays,
+    now,
+  });
   return {
     config,
     db,
     stores: createStoresService(db.kysely, now),
     customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
+    plugins,
+    deliveries,
+    webhooks,
+    sandbox,
     metrics: createMetrics(),
     readRateLimit: {
       max: config.rateLimit.max,
@@ -53,6 +79,9 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       hook: "preValidation",
       keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.keyId}` : `ip:${request.ip}`),
     },
-    close: () => db.close(),
+    close: async () => {
+      await sandbox.close();
+      await db.close();
+    },
   };
 }

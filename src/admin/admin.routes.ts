@@ -6,6 +6,7 @@ import { CheckoutBodySchema } from "../invoices/invoices.schemas.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
+import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -148,5 +149,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => reply.code(201).send(await services.invoices.checkout(request.params.storeId, request.body)),
     );
+
+    await app.register(pluginsAdminRoutes(services));
   };
 }

@@ -1,0 +1,220 @@
+// Admin API for plugins, simulation and deliveries (mounted inside the admin scope, behind ADMIN_TOKEN).
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { AppError } from "../errors.ts";
+import { decodeCursor, encodeCursor } from "../lib/list-query.ts";
+import { Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
+import type { Services } from "../services.ts";
+import { listCatalog } from "./catalog.ts";
+
+const StoreParams = Type.Object({ storeId: Type.String() });
+const PluginParams = Type.Object({ storeId: Type.String(), name: Type.String() });
+const PluginInfo = Type.Object({
+  name: Type.String(),
+  version: Type.Integer(),
+  enabled: Type.Boolean(),
+  secretNames: Type.Array(Type.String(), { description: "Names only: secret values are never shown." }),
+  catalog: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+const LogLine = Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() });
+const FetchRecord = Type.Object(
+  { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
+  { additionalProperties: true },
+);
+const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
+const DeliverySummary = Type.Object({
+  id: Type.String(),
+  pluginName: Type.String(),
+  pluginVersion: Nullable(Type.Integer()),
+  replayOf: Nullable(Type.String()),
+  outcome: Type.String(),
+  invoiceId: Nullable(Type.String()),
+  transition: Nullable(Type.String()),
+  responseStatus: Type.Integer(),
+  durationMs: Type.Number(),
+  createdAt: Type.String(),
+});
+
+export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const security = [{ adminToken: [] }];
+    const tags = ["plugins"];
+
+    app.get(
+      "/catalog",
+      { schema: { tags, security, summary: "Reference plugins that install by name", response: { 200: Type.Object({ data: Type.Array(Type.Object({ name: Type.String(), summary: Type.String() })) }) } } },
+      async () => ({ data: listCatalog() }),
+    );
+
+    app.put(
+      "/stores/:storeId/plugins/:name",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Install or update a plugin (new source is a new version)",
+          description: "Give `source` (Lua) or `catalog` (a reference plugin's name). `secrets` are merged into the stored ones; a null value deletes one. Source that does not compile is refused with 422 and its line.",
+          params: PluginParams,
+          body: Type.Object(
+            {
+              source: Type.Optional(Type.String({ minLength: 1 })),
+              catalog: Type.Optional(Type.String({ minLength: 1 })),
+              secrets: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), Nullable(Type.String({ maxLength: 8192 })))),
+              enabled: Type.Optional(Type.Boolean()),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }), 201: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }), ...errorResponses(400, 401, 404, 422) },
+        },
+      },
+      async (request, reply) => {
+        const { created, ...info } = await services.plugins.install(request.params.storeId, request.params.name, request.body);
+        return reply.code(created ? 201 : 200).send(info);
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/plugins",
+      { schema: { tags, security, summary: "List a store's plugins", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(PluginInfo) }), ...errorResponses(401, 404) } } },
+      async (request) => ({ data: await services.plugins.list(request.params.storeId) }),
+    );
+
+    app.get(
+      "/stores/:storeId/plugins/:name",
+      {
+        schema: { tags, security, summary: "A plugin with its current source", params: PluginParams, response: { 200: Type.Intersect([PluginInfo, Type.Object({ source: Type.String() })]), ...errorResponses(401, 404) } },
+      },
+      async (request) => services.plugins.get(request.params.storeId, request.params.name),
+    );
+
+    app.get(
+      "/stores/:storeId/plugins/:name/versions",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "A plugin's versions, newest first",
+          params: PluginParams,
+          response: { 200: Type.Object({ data: Type.Array(Type.Object({ version: Type.Integer(), sha256: Type.String(), catalog: Nullable(Type.String()), createdAt: Type.String(), current: Type.Boolean() })) }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => ({ data: await services.plugins.versions(request.params.storeId, request.params.name) }),
+    );
+
+    app.get(
+      "/stores/:storeId/plugins/:name/versions/:version",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "The source of one version",
+          params: Type.Object({ storeId: Type.String(), name: Type.String(), version: Type.Integer({ minimum: 1 }) }),
+          response: { 200: Type.Object({ version: Type.Integer(), source: Type.String() }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => ({ version: request.params.version, source: await services.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
+    );
+
+    app.post(
+      "/stores/:storeId/plugins/:name/simulate",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Dry run: the plugin against a body and headers; changes nothing",
+          params: PluginParams,
+          body: Type.Object(
+            {
+              body: Type.Optional(Type.String({ description: "The raw webhook body as text." })),
+              bodyBase64: Type.Optional(Type.String({ description: "The raw body as base64, for binary payloads." })),
+              headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+              query: Type.Optional(Type.Record(Type.String(), Type.String())),
+              version: Type.Optional(Type.Integer({ minimum: 1, description: "Default: the current version." })),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: Type.Object({
+              plugin: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }),
+              result: Type.Unknown(),
+              error: RunError,
+              logs: Type.Array(LogLine),
+              fetches: Type.Array(FetchRecord),
+              durationMs: Type.Number(),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request) => {
+        const { body, bodyBase64, headers, query, version } = request.body;
+        if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
+        const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
+        return services.webhooks.simulate(request.params.storeId, request.params.name, {
+          body: raw,
+          ...(headers ? { headers } : {}),
+          ...(query ? { query } : {}),
+          ...(version ? { version } : {}),
+        });
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/deliveries",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "The delivery log, newest first",
+          params: StoreParams,
+          querystring: Type.Object(
+            { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String()), pluginName: Type.Optional(Type.String()) },
+            { additionalProperties: false },
+          ),
+          response: { 200: Type.Object({ data: Type.Array(DeliverySummary), pagination: PaginationSchema }), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        await services.stores.requireStore(request.params.storeId);
+        const limit = request.query.limit ?? 50;
+        const after = request.query.cursor === undefined ? null : decodeCursor(request.query.cursor);
+        if (request.query.cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
+        const { deliveries, next } = await services.deliveries.list(request.params.storeId, {
+          limit,
+          after,
+          ...(request.query.pluginName ? { pluginName: request.query.pluginName } : {}),
+        });
+        return { data: deliveries, pagination: { limit, nextCursor: next === null ? null : encodeCursor(next) } };
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/deliveries/:deliveryId",
+      { schema: { tags, security, summary: "One delivery: request, result, logs, fetches, response", params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }), response: { ...errorResponses(401, 404) } } },
+      async (request) => {
+        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
+        if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
+        return d;
+      },
+    );
+
+    app.post(
+      "/stores/:storeId/deliveries/:deliveryId/replay",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Replay a delivery through the plugin's current version (recorded as a new delivery)",
+          params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }),
+          response: { 200: Type.Object({ deliveryId: Nullable(Type.String()), replayOf: Type.String(), status: Type.Integer(), response: Type.Unknown() }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => {
+        const answer = await services.webhooks.replay(request.params.storeId, request.params.deliveryId, request.id);
+        return { deliveryId: answer.deliveryId, replayOf: request.params.deliveryId, status: answer.status, response: answer.body };
+      },
+    );
+  };
+}

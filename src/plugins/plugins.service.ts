@@ -1,0 +1,245 @@
+// Plugin installations per store and name: each upload of source is a new version (old ones stay
+// readable), secrets are sealed with the SecretBox and never shown (only their names), and a plugin can
+// be enabled or disabled. Uploads that do not compile are refused with the line number.
+import { createHash } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { AppError } from "../errors.ts";
+import { newId } from "../lib/ids.ts";
+import type { CompileCheck } from "../sandbox/index.ts";
+import { readCatalogPlugin } from "./catalog.ts";
+import type { SecretBox } from "./secrets.ts";
+
+export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+export const MAX_SOURCE_BYTES = 256 * 1024;
+
+export interface PluginInfo {
+  name: string;
+  version: number;
+  enabled: boolean;
+  secretNames: string[];
+  catalog: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PluginVersionInfo {
+  version: number;
+  sha256: string;
+  catalog: string | null;
+  createdAt: string;
+  current: boolean;
+}
+
+export interface RunnablePlugin {
+  storeId: string;
+  name: string;
+  version: number;
+  enabled: boolean;
+  source: string;
+  secrets: Record<string, string>;
+}
+
+export interface InstallInput {
+  source?: string;
+  catalog?: string;
+  /** Merged into the stored secrets; a null value deletes that secret. */
+  secrets?: Record<string, string | null>;
+  enabled?: boolean;
+}
+
+export interface PluginsService {
+  install(storeId: string, name: string, input: InstallInput): Promise<{ name: string; version: number; enabled: boolean; created: boolean }>;
+  list(storeId: string): Promise<PluginInfo[]>;
+  get(storeId: string, name: string): Promise<PluginInfo & { source: string }>;
+  versions(storeId: string, name: string): Promise<PluginVersionInfo[]>;
+  versionSource(storeId: string, name: string, version: number): Promise<string>;
+  setEnabled(storeId: string, name: string, enabled: boolean): Promise<PluginInfo>;
+  /**
+   * What a delivery or simulation runs: the given version (default: current) with decrypted secrets.
+   * Throws store_not_found / plugin_not_found; a disabled plugin is returned with enabled=false.
+   */
+  loadForRun(storeId: string, name: string, version?: number): Promise<RunnablePlugin>;
+}
+
+export interface PluginCompiler {
+  check(source: string): Promise<CompileCheck> | CompileCheck;
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function createPluginsService(db: Kysely<Database>, box: SecretBox, compiler: PluginCompiler, now: () => number = Date.now): PluginsService {
+  async function requireStore(storeId: string) {
+    const store = await db.selectFrom("stores").select("id").where("id", "=", storeId).executeTakeFirst();
+    if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
+  }
+
+  async function requireInstallation(storeId: string, name: string) {
+    await requireStore(storeId);
+    const row = await db
+      .selectFrom("plugin_installations as p")
+      .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
+      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
+      .where("p.store_id", "=", storeId)
+      .where("p.name", "=", name)
+      .executeTakeFirst();
+    if (!row) throw new AppError("plugin_not_found", `No plugin ${name} in store ${storeId}`, { param: "pluginName" });
+    return row;
+  }
+
+  const toInfo = (r: Awaited<ReturnType<typeof requireInstallation>>): PluginInfo => ({
+    name: r.name,
+    version: r.current_version,
+    enabled: r.enabled !== 0,
+    secretNames: r.secret_names === "" ? [] : r.secret_names.split(" "),
+    catalog: r.catalog_name,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  });
+
+  const service: PluginsService = {
+    async install(storeId, name, input) {
+      if (!PLUGIN_NAME.test(name)) {
+        throw new AppError("invalid_request", "plugin name must be 1-64 letters, digits, _ or -, starting with a letter or digit", { param: "name" });
+      }
+      if (input.source !== undefined && input.catalog !== undefined) {
+        throw new AppError("invalid_request", "give either source or catalog, not both", { param: "catalog" });
+      }
+      let source = input.source;
+      if (input.catalog !== undefined) {
+        const fromCatalog = readCatalogPlugin(input.catalog);
+        if (fromCatalog === null) throw new AppError("plugin_not_found", `No catalogue plugin ${input.catalog}`, { param: "catalog" });
+        source = fromCatalog;
+      }
+      if (source !== undefined) {
+        if (Buffer.byteLength(source) > MAX_SOURCE_BYTES) throw new AppError("invalid_plugin", `source is larger than ${MAX_SOURCE_BYTES} bytes`, { param: "source" });
+        const check = await compiler.check(source);
+        if (!check.ok) {
+          throw new AppError("invalid_plugin", `The plugin does not compile${check.line === null ? "" : ` (line ${check.line})`}: ${check.message}`, {
+            param: "source",
+            details: { line: check.line },
+          });
+        }
+      }
+      await requireStore(storeId);
+      const t = now();
+      return db.transaction().execute(async (tx) => {
+        const existing = await tx.selectFrom("plugin_installations").select(["id", "secrets", "current_version"]).where("store_id", "=", storeId).where("name", "=", name).executeTakeFirst();
+        if (!existing && source === undefined) {
+          throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
+        }
+        let secrets: Record<string, string> = {};
+        if (existing) {
+          const opened = box.open(existing.secrets);
+          if (opened === null) throw new AppError("conflict", "The stored secrets cannot be decrypted with this SECRETS_KEY; send every secret again with the right key");
+          secrets = opened;
+        }
+        for (const [k, v] of Object.entries(input.secrets ?? {})) {
+          if (v === null) delete secrets[k];
+          else secrets[k] = v;
+        }
+        const sealed = box.seal(secrets);
+        const secretNames = Object.keys(secrets).sort().join(" ");
+        let id: string;
+        let version: number;
+        if (!existing) {
+          id = newId("plg");
+          version = 1;
+          await tx
+            .insertInto("plugin_installations")
+            .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, created_at: t, updated_at: t })
+            .execute();
+        } else {
+          id = existing.id;
+          // The increment is one atomic UPDATE: two concurrent uploads get two distinct versions.
+          const bump = source !== undefined && source !== (await currentSource(tx, id, existing.current_version));
+          const row = await tx
+            .updateTable("plugin_installations")
+            .set((eb) => ({
+              current_version: bump ? eb("current_version", "+", 1) : eb.ref("current_version"),
+              secrets: sealed,
+              secret_names: secretNames,
+              updated_at: t,
+              ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
+            }))
+            .where("id", "=", id)
+            .returning(["current_version"])
+            .executeTakeFirstOrThrow();
+          version = row.current_version;
+          if (!bump) source = undefined;
+        }
+        if (source !== undefined) {
+          await tx
+            .insertInto("plugin_versions")
+            .values({ installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, created_at: t })
+            .execute();
+        }
+        const enabled = await tx.selectFrom("plugin_installations").select("enabled").where("id", "=", id).executeTakeFirstOrThrow();
+        return { name, version, enabled: enabled.enabled !== 0, created: !existing };
+      });
+    },
+
+    async list(storeId) {
+      await requireStore(storeId);
+      const rows = await db
+        .selectFrom("plugin_installations as p")
+        .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
+        .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
+        .where("p.store_id", "=", storeId)
+        .orderBy("p.name")
+        .execute();
+      return rows.map(toInfo);
+    },
+
+    async get(storeId, name) {
+      const row = await requireInstallation(storeId, name);
+      return { ...toInfo(row), source: row.source };
+    },
+
+    async versions(storeId, name) {
+      const inst = await requireInstallation(storeId, name);
+      const rows = await db.selectFrom("plugin_versions").select(["version", "source_sha256", "catalog_name", "created_at"]).where("installation_id", "=", inst.id).orderBy("version", "desc").execute();
+      return rows.map((r) => ({ version: r.version, sha256: r.source_sha256, catalog: r.catalog_name, createdAt: iso(r.created_at), current: r.version === inst.current_version }));
+    },
+
+    async versionSource(storeId, name, version) {
+      const inst = await requireInstallation(storeId, name);
+      const row = await db.selectFrom("plugin_versions").select("source").where("installation_id", "=", inst.id).where("version", "=", version).executeTakeFirst();
+      if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
+      return row.source;
+    },
+
+    async setEnabled(storeId, name, enabled) {
+      const inst = await requireInstallation(storeId, name);
+      await db.updateTable("plugin_installations").set({ enabled: enabled ? 1 : 0, updated_at: now() }).where("id", "=", inst.id).execute();
+      return toInfo(await requireInstallation(storeId, name));
+    },
+
+    async loadForRun(storeId, name, version) {
+      // One query on the hot path: store, installation and the version's source together.
+      const row = await db
+        .selectFrom("stores as s")
+        .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
+        .leftJoin("plugin_versions as v", (j) =>
+          version === undefined ? j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version") : j.onRef("v.installation_id", "=", "p.id").on("v.version", "=", version),
+        )
+        .select(["s.id as store_id", "p.id as installation_id", "p.enabled", "p.secrets", "v.version", "v.source"])
+        .where("s.id", "=", storeId)
+        .executeTakeFirst();
+      if (!row) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
+      if (row.installation_id === null) throw new AppError("plugin_not_found", `No plugin ${name} installed in store ${storeId}`, { param: "pluginName" });
+      if (row.version === null || row.source === null) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version ?? "current"}`, { param: "version" });
+      const secrets = box.open(row.secrets ?? "");
+      if (secrets === null) throw new Error(`secrets of plugin ${name} in store ${storeId} cannot be decrypted: SECRETS_KEY differs from the key they were stored with`);
+      return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets };
+    },
+  };
+
+  async function currentSource(tx: Kysely<Database>, installationId: string, version: number): Promise<string | undefined> {
+    const row = await tx.selectFrom("plugin_versions").select("source").where("installation_id", "=", installationId).where("version", "=", version).executeTakeFirst();
+    return row?.source;
+  }
+
+  return service;
+}
