@@ -1,0 +1,21 @@
+// The Lua plugin sandbox: runs a store's untrusted payment-plugin script against one webhook, in a
+// pool of worker threads, within the limits of CONTRACT section 6. See docs/sandbox.md.
+export { createSandbox } from "./sandbox.pool.ts";
+export { defaultSandboxLimits } from "./sandbox.limits.ts";
+export type {
+  CompileCheck,
+  FetchRecord,
+  LogLine,
+  LogType,
+  LookupFunction,
+  PluginRequest,
+  PluginResult,
+  RunError,
+  RunErrorKind,
+  RunInput,
+  RunOutcome,
+  Sandbox,
+  SandboxDeps,
+  SandboxHost,
+  SandboxLimits,
+} from "./sandbox.types.ts";

@@ -1,0 +1,102 @@
+// The sandbox's public vocabulary: what a caller hands in (a plugin's source, one webhook request,
+// the store's secrets, a host for invoice lookups) and what always comes back (a RunOutcome value).
+
+export interface SandboxLimits {
+  /** Worker threads running Lua; default os.availableParallelism(). */
+  poolSize: number;
+  /** CPU budget of the script itself (Lua and the host helpers it calls, not time spent waiting on fetch/getInvoice). */
+  cpuMs: number;
+  /** Wall time of one run including fetches; past it the worker is terminated and replaced. */
+  wallMs: number;
+  /** Lua memory of one run. */
+  memoryBytes: number;
+  maxFetches: number;
+  fetchTimeoutMs: number;
+  fetchMaxBytes: number;
+  maxLogLines: number;
+  /** Per log line, in UTF-8 bytes; longer lines are cut. */
+  maxLogBytes: number;
+  maxResultBytes: number;
+  /** Hosts, IPs or CIDR ranges exempt from the private-address block (PLUGIN_FETCH_ALLOW). */
+  fetchAllow: string[];
+}
+
+export interface PluginRequest {
+  method: string;
+  body: Buffer;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+}
+
+export interface RunInput {
+  /** Lua source of the plugin version. */
+  source: string;
+  request: PluginRequest;
+  store: { id: string };
+  plugin: { name: string; version: number };
+  secrets: Record<string, string>;
+}
+
+/** Handed in by the caller: the sandbox knows nothing of HTTP or the database. */
+export interface SandboxHost {
+  /** The invoice as the list API shows it (a JSON-able object), or null when this store has no such invoice. */
+  getInvoice(id: string): Promise<unknown>;
+}
+
+export type PluginResult = { status: "pushInvoice" | "disputeInvoice"; invoiceId: string } | { status: "ignore"; invoiceId?: string };
+
+export type LogType = "info" | "warning" | "error";
+
+export interface LogLine {
+  description: string;
+  type: LogType;
+  /** ISO 8601 time the script logged it. */
+  at: string;
+}
+
+export interface FetchRecord {
+  url: string;
+  method: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+  requestBytes: number;
+  responseBytes: number;
+}
+
+export type RunErrorKind = "script_error" | "invalid_result" | "timeout" | "memory_limit" | "rejected" | "killed";
+
+export interface RunError {
+  kind: RunErrorKind;
+  message: string;
+  /** Line of the plugin source the error points at, when the Lua message names one. */
+  line?: number;
+}
+
+export type RunOutcome =
+  | { ok: true; result: PluginResult; logs: LogLine[]; fetches: FetchRecord[]; durationMs: number; cpuMs?: number }
+  | { ok: false; error: RunError; logs: LogLine[]; fetches: FetchRecord[]; durationMs: number };
+
+export type CompileCheck = { ok: true } | { ok: false; message: string; line: number | null };
+
+export interface Sandbox {
+  /** Runs one plugin against one request. Never throws for anything a script does. */
+  run(input: RunInput, host: SandboxHost): Promise<RunOutcome>;
+  /** Compile-only check for uploads: the syntax error with its line; binary chunks are refused. */
+  check(source: string): Promise<CompileCheck> | CompileCheck;
+  /** Stops every worker; runs still in flight end as `killed`. */
+  close(): Promise<void>;
+}
+
+/** Small seams for tests and embedding. */
+export interface SandboxDeps {
+  /** DNS lookup used by `fetch` (same contract as `dns.lookup`); every address it returns is still checked. */
+  lookup?: LookupFunction;
+}
+
+export type LookupAddress = { address: string; family: number };
+export type LookupFunction = (
+  hostname: string,
+  options: { all: true; family?: number },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
