@@ -1,0 +1,36 @@
+// `storefront plugins test FILE.lua --fixtures DIR`: runs a plugin against recorded requests in the
+// real sandbox, with no database and no server; prints a pass/fail table, exits 1 on any failure.
+import type { Command } from "commander";
+import { formatTestRun, testPlugin } from "../plugins/plugin-test-runner.ts";
+
+/** Where the command writes and how it fails; the process by default (tests substitute it). */
+export interface PluginTestIo {
+  write(text: string): void;
+  setExitCode(code: number): void;
+}
+
+const processIo: PluginTestIo = {
+  write: (text) => {
+    process.stdout.write(text);
+  },
+  setExitCode: (code) => {
+    process.exitCode = code;
+  },
+};
+
+export function registerPluginTestCommand(program: Command, io: PluginTestIo = processIo): void {
+  // Lives under the existing `plugins` command; standing alone when there is none (tests).
+  const plugins = program.commands.find((c) => c.name() === "plugins") ?? program.command("plugins");
+  plugins
+    .command("test <file.lua>")
+    .description("run a plugin against fixture files (recorded requests and expected results); no database or server")
+    .requiredOption("--fixtures <dir>", "directory of fixture .json files (see docs/plugins.md, 'Testing a plugin')")
+    .option("--only <text>", "run only the fixtures whose name contains this text")
+    .option("--verbose", "show the logs and fetches of passing fixtures too")
+    .action(async (file: string, opts: { fixtures: string; only?: string; verbose?: boolean }) => {
+      const run = await testPlugin(file, opts.fixtures, opts.only ? { only: opts.only } : {});
+      io.write(formatTestRun(run, { verbose: opts.verbose === true }));
+      if (run.failed > 0 || run.reports.length === 0) io.setExitCode(1);
+    });
+}
+
