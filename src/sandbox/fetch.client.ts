@@ -105,8 +105,19 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       return { ok: false, error: `invalid URL: ${request.url.slice(0, 200)}`, responseBytes: 0 };
     }
     const timeoutMs = Math.max(1, Math.ceil(Math.min(request.timeoutMs ?? limits.fetchTimeoutMs, limits.fetchTimeoutMs, context.deadline - performance.now())));
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = AbortSignal.any([context.signal, timeout]);
+    // One controller per fetch, detached from the run's signal and timer as soon as the fetch is
+    // over: undici keeps listening on the signal it was given, and an abort that arrives after the
+    // response was read would destroy that finished body with an error nobody handles.
+    const controller = new AbortController();
+    const signal = controller.signal;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error("timeout"));
+    }, timeoutMs);
+    const onRunEnd = () => controller.abort(new Error("the run ended"));
+    if (context.signal.aborted) onRunEnd();
+    else context.signal.addEventListener("abort", onRunEnd, { once: true });
     let currentMethod = method;
     let body: Uint8Array | null = request.body;
     const headers: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, request.headers ?? {});
@@ -125,6 +136,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
         });
+        response.body.on("error", () => {}); // errors surface through the reads below
         const location = response.headers.location;
         if (REDIRECTS.has(response.statusCode) && typeof location === "string") {
           response.body.destroy();
@@ -158,7 +170,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
         return { ok: true, status: response.statusCode, headers: outHeaders, body: bytes, responseBytes: bytes.length };
       }
     } catch (err) {
-      if (timeout.aborted) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
+      if (timedOut) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
       if (context.signal.aborted) return { ok: false, error: "fetch aborted: the run ended", responseBytes: 0 };
       if (err instanceof FetchRefused || (err instanceof Error && err.cause instanceof FetchRefused)) {
         return { ok: false, error: `fetch refused: ${describe(err)}`, responseBytes: 0 };
@@ -167,6 +179,9 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
         return { ok: false, error: `fetch refused: the response body is larger than ${limits.fetchMaxBytes} bytes`, responseBytes: 0 };
       }
       return { ok: false, error: `fetch failed: ${describe(err)}`, responseBytes: 0 };
+    } finally {
+      clearTimeout(timer);
+      context.signal.removeEventListener("abort", onRunEnd);
     }
   }
 

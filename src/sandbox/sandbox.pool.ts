@@ -354,7 +354,8 @@ class WorkerPool implements Sandbox {
     try {
       const invoice = await host.getInvoice(id);
       // Only JSON text crosses into Lua: no host object (or prototype) is ever reachable from a script.
-      return { ok: true, json: invoice === null || invoice === undefined ? null : JSON.stringify(invoice) };
+      const json = invoice === null || invoice === undefined ? undefined : (JSON.stringify(invoice) as string | undefined);
+      return { ok: true, json: typeof json === "string" && json.startsWith("{") ? json : null };
     } catch {
       return { ok: false, error: "the invoice lookup failed" };
     }
