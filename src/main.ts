@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
+import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
@@ -15,5 +16,6 @@ registerServeCommand(program);
 registerStoreCommands(program);
 registerSeedCommand(program);
 registerPluginCommands(program);
+registerPluginTestCommand(program); // adds `plugins test` to the command above
 
 program.parseAsync(process.argv).catch(reportCliError);

@@ -244,6 +244,7 @@ for (const dialect of DIALECTS) {
       assert.equal((d.logs as Json[]).length, 1);
       assert.deepEqual(d.fetches, []);
       assert.equal(typeof d.durationMs, "number");
+      h.clock.advance(1000);
       await deliverSigned(h, store.id, { type: "other" });
       const list = (await h.admin("GET", `/api/admin/stores/${store.id}/deliveries?limit=1`)).json<{ data: Json[]; pagination: { nextCursor: string } }>();
       assert.equal(list.data[0]!.outcome, "ignored");

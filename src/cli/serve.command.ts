@@ -12,10 +12,20 @@ export function registerServeCommand(program: Command): void {
       const config = cliConfig();
       const services = await createServices(config);
       const app = await buildApp(services);
+      // Delivery retention: once at start, then hourly.
+      const prune = () => {
+        services.webhooks
+          .pruneDeliveries()
+          .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old deliveries"))
+          .catch((err: unknown) => app.log.error({ err }, "pruning deliveries failed"));
+      };
+      const pruneTimer = setInterval(prune, 3_600_000);
+      pruneTimer.unref();
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
+        clearInterval(pruneTimer);
         app.log.info({ signal }, "shutting down: finishing requests in flight");
         const force = setTimeout(() => process.exit(1), 30_000);
         force.unref();
@@ -32,6 +42,7 @@ export function registerServeCommand(program: Command): void {
       process.on("SIGINT", () => stop("SIGINT"));
       await app.listen({ port: config.port, host: config.host });
       const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
+      prune();
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
 }

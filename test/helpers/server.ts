@@ -26,13 +26,15 @@ export interface ServerProcess {
   kill9(): Promise<void>;
 }
 
+/** Starts `storefront serve`; `__CWD` in env sets its working directory, an empty value unsets a variable. */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   let output = "";
-  const child = spawn(process.execPath, [MAIN, "serve"], {
-    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port), HOST: "127.0.0.1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const { __CWD: cwd, ...vars } = env;
+  const childEnv: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: "warn", PORT: String(port), HOST: "127.0.0.1", ...vars };
+  if (vars.PORT === "") childEnv.PORT = String(port);
+  for (const [k, v] of Object.entries(childEnv)) if (v === "") delete childEnv[k];
+  const child = spawn(process.execPath, [MAIN, "serve"], { env: childEnv, cwd: cwd ?? process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   const url = `http://127.0.0.1:${port}`;
