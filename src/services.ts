@@ -42,6 +42,21 @@ export interface ServiceOptions {
   /** Apply migrations before returning (serve, tests). */
   migrate?: boolean;
   now?: () => number;
+  /** Start the sandbox's workers now (serve) instead of on the first plugin run (commands, tests). */
+  warmSandbox?: boolean;
+}
+
+/** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
+function lazySandbox(limits: Config["plugin"]): Sandbox {
+  let inner: Sandbox | null = null;
+  const get = () => (inner ??= createSandbox(limits));
+  return {
+    run: (input, host) => get().run(input, host),
+    check: (source) => get().check(source),
+    close: async () => {
+      if (inner !== null) await inner.close();
+    },
+  };
 }
 
 export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
@@ -49,7 +64,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db.kysely);
-  const sandbox = createSandbox(config.plugin);
+  const sandbox = options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin);
   const box = createSecretBox(resolveSecretsKey(config).key);
   const plugins = createPluginsService(db.kysely, box, sandbox, now);
   const deliveries = createDeliveriesRepository(db.kysely);
