@@ -41,8 +41,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const state = { closing: false };
-  app.addHook("onClose", async () => {
+  app.addHook("preClose", async () => {
     state.closing = true;
+  });
+  // Requests still in flight when shutdown starts close their keep-alive connection after answering;
+  // otherwise an idle keep-alive socket would hold the server open until its timeout.
+  app.addHook("onSend", async (_request, reply) => {
+    if (state.closing) reply.header("connection", "close");
   });
 
   app.addSchema(ErrorSchema);
