@@ -7,8 +7,8 @@
 import dns from "node:dns";
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
-import type { Dispatcher } from "undici";
-import { createAddressPolicy } from "./fetch.policy.ts";
+import type { Dispatcher, buildConnector as BuildConnector } from "undici";
+import { createAddressPolicy, type AddressPolicy } from "./fetch.policy.ts";
 import type { FetchReply, FetchRequest } from "./sandbox.protocol.ts";
 import type { FetchRecord, LookupFunction, SandboxLimits } from "./sandbox.types.ts";
 
@@ -52,21 +52,8 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     });
   };
 
-  const connector = buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false });
   const agent = new Agent({
-    connect(options, callback) {
-      connector(options, (err, socket) => {
-        if (err !== null) return callback(err, null);
-        // The authoritative check: the peer this socket is really connected to.
-        const remote = socket.remoteAddress;
-        const refusal = policy.hostAllowed(options.hostname) ? null : remote === undefined ? "the connection has no remote address" : policy.refusal(remote);
-        if (refusal !== null) {
-          socket.destroy();
-          return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
-        }
-        callback(null, socket);
-      });
-    },
+    connect: guardConnector(buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false }), policy),
     keepAliveTimeout: 4_000,
     maxResponseSize: limits.fetchMaxBytes,
   });
@@ -202,6 +189,25 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       return { reply, record };
     },
     close: () => agent.close(),
+  };
+}
+
+/**
+ * Wraps a connector so that every new connection is checked against the policy by the address the
+ * socket is actually connected to: the check no spelling of a host, DNS answer or proxy can dodge.
+ */
+export function guardConnector(connect: BuildConnector.connector, policy: AddressPolicy): BuildConnector.connector {
+  return (options, callback) => {
+    connect(options, (err, socket) => {
+      if (err !== null) return callback(err, null);
+      const remote = socket.remoteAddress;
+      const refusal = policy.hostAllowed(options.hostname) ? null : remote === undefined ? "the connection has no remote address" : policy.refusal(remote);
+      if (refusal !== null) {
+        socket.destroy();
+        return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
+      }
+      callback(null, socket);
+    });
   };
 }
 

@@ -40,6 +40,8 @@ import type {
 
 const WORKER_URL = new URL("./sandbox.worker.ts", import.meta.url);
 const MAX_MESSAGE = 4096;
+/** A run may wait this long for a worker beyond its wall time (a worker starts in tens to hundreds of ms). */
+const START_ALLOWANCE_MS = 2_000;
 /** Without a per-thread CPU clock the budget is judged on wall time minus host waits, with this much slack. */
 const WALL_CPU_FACTOR = 2;
 
@@ -89,6 +91,7 @@ export function createSandbox(limits?: Partial<SandboxLimits>, deps: SandboxDeps
 class WorkerPool implements Sandbox {
   private readonly limits: Readonly<SandboxLimits>;
   private readonly fetcher: Fetcher;
+  private readonly workerUrl: URL;
   private readonly slots = new Set<Slot>();
   private readonly queue: Pending[] = [];
   private nextRunId = 1;
@@ -98,6 +101,7 @@ class WorkerPool implements Sandbox {
   constructor(limits: Readonly<SandboxLimits>, deps: SandboxDeps) {
     this.limits = limits;
     this.fetcher = createFetcher(limits, deps.lookup);
+    this.workerUrl = deps.workerUrl ?? WORKER_URL;
     for (let i = 0; i < limits.poolSize; i++) this.spawn();
   }
 
@@ -152,13 +156,14 @@ class WorkerPool implements Sandbox {
       pending.finish({ kind: "killed", message: "the sandbox is closed", line: null, cpuMs: 0 }, [], [], 0);
       return;
     }
-    // A run that cannot start within its wall time (every worker busy or restarting) fails instead of waiting forever.
+    // A run that cannot get a worker (all busy, or none able to start) fails instead of waiting forever.
+    const patience = this.limits.wallMs + START_ALLOWANCE_MS;
     pending.queueTimer = setTimeout(() => {
       const at = this.queue.indexOf(pending);
       if (at < 0) return;
       this.queue.splice(at, 1);
-      pending.finish({ kind: "timeout", message: `no sandbox worker became free within ${this.limits.wallMs} ms`, line: null, cpuMs: 0 }, [], [], performance.now() - pending.queuedAt);
-    }, this.limits.wallMs);
+      pending.finish({ kind: "timeout", message: `no sandbox worker became free within ${patience} ms`, line: null, cpuMs: 0 }, [], [], performance.now() - pending.queuedAt);
+    }, patience);
     this.queue.push(pending);
     this.dispatch();
   }
@@ -229,7 +234,7 @@ class WorkerPool implements Sandbox {
     const jobs = new MessageChannel();
     const replies = new MessageChannel();
     const init: WorkerInit = { shared, jobPort: jobs.port2, replyPort: replies.port2, limits: { ...this.limits, fetchAllow: [...this.limits.fetchAllow] } };
-    const worker = new Worker(WORKER_URL, {
+    const worker = new Worker(this.workerUrl, {
       workerData: init,
       transferList: [jobs.port2, replies.port2],
       resourceLimits: { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },

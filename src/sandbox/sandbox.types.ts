@@ -92,6 +92,8 @@ export interface Sandbox {
 export interface SandboxDeps {
   /** DNS lookup used by `fetch` (same contract as `dns.lookup`); every address it returns is still checked. */
   lookup?: LookupFunction;
+  /** Entry module of the worker threads (tests point it at a worker that crashes on purpose). */
+  workerUrl?: URL;
 }
 
 export type LookupAddress = { address: string; family: number };

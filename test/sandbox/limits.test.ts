@@ -1,0 +1,137 @@
+// The pool's side of the limits: wall time, a CPU budget that is re-armed for every run and does not
+// count waiting, crashes that become `killed`, the pool refilling itself, parallel runs, the event
+// loop staying free, each limit taken from SandboxLimits, and close().
+import assert from "node:assert/strict";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { after, describe, test } from "node:test";
+import { createSandbox, type Sandbox, type SandboxHost } from "../../src/sandbox/index.ts";
+import { assertHealthy, expectError, host, input, run } from "./helpers.ts";
+
+const crashingWorker = new URL("./fixtures/crashing.worker.ts", import.meta.url);
+const silentWorker = new URL("./fixtures/silent.worker.ts", import.meta.url);
+
+const open: Sandbox[] = [];
+function sandboxWith(...args: Parameters<typeof createSandbox>): Sandbox {
+  const sandbox = createSandbox(...args);
+  open.push(sandbox);
+  return sandbox;
+}
+after(() => Promise.all(open.map((s) => s.close())));
+
+const never: SandboxHost = { getInvoice: () => new Promise(() => {}) };
+const busy = (ms: number) => `local t = os.clock() while os.clock() - t < ${ms / 1000} do end return {status="ignore"}`;
+
+describe("time limits", () => {
+  test("a host call that never answers ends at the wall time, the logs so far kept, and the pool goes on", async () => {
+    const sandbox = sandboxWith({ poolSize: 1, wallMs: 300 });
+    const outcome = await sandbox.run(input(`log("asking") getInvoice("inv_1") return {status="ignore"}`), never);
+    expectError(outcome, "timeout", /wall time of 300 ms/);
+    assert.ok(outcome.durationMs >= 290 && outcome.durationMs < 1500, String(outcome.durationMs));
+    assert.deepEqual(outcome.logs.map((l) => l.description), ["asking"]);
+    await assertHealthy(sandbox);
+  });
+
+  test("the CPU budget is re-armed for every run: each runaway run stops near the budget, quick runs in between succeed", async () => {
+    const sandbox = sandboxWith({ poolSize: 1, cpuMs: 150 });
+    for (let i = 0; i < 3; i++) {
+      await assertHealthy(sandbox);
+      const outcome = await run(sandbox, `while true do end`);
+      expectError(outcome, "timeout", /CPU budget of 150 ms/);
+      assert.ok(outcome.durationMs >= 140 && outcome.durationMs < 1000, `run ${i}: ${outcome.durationMs} ms`);
+    }
+    const fine = await run(sandbox, busy(60));
+    assert.ok(fine.ok, JSON.stringify(fine));
+    assert.ok((fine.cpuMs ?? 0) > 10, `cpuMs ${fine.cpuMs}`); // os.clock is wall time here; the thread may share a core
+  });
+
+  test("time spent waiting for the host does not count against the CPU budget", async () => {
+    const slow: SandboxHost = { getInvoice: (id) => new Promise((resolve) => setTimeout(() => resolve(id === "inv_1" ? { id } : null), 250)) };
+    const sandbox = sandboxWith({ poolSize: 1, cpuMs: 100, wallMs: 2000 });
+    const outcome = await sandbox.run(input(`getInvoice("inv_1") getInvoice("inv_1") return {status="pushInvoice", invoiceId=getInvoice("inv_1").id}`), slow);
+    assert.deepEqual(outcome.ok && outcome.result, { status: "pushInvoice", invoiceId: "inv_1" });
+    assert.ok(outcome.durationMs >= 700, String(outcome.durationMs));
+  });
+
+  test("a script never blocks the event loop of the service", async () => {
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 400 });
+    await assertHealthy(sandbox);
+    const delay = monitorEventLoopDelay({ resolution: 5 });
+    delay.enable();
+    const outcomes = await Promise.all([run(sandbox, `while true do end`), run(sandbox, `local s = string.rep("a", 600) .. "" ; return s:gsub("a*a*a*b", "")`)]);
+    delay.disable();
+    for (const outcome of outcomes) expectError(outcome, "timeout");
+    assert.ok(delay.max / 1e6 < 100, `event loop delayed ${delay.max / 1e6} ms`);
+  });
+
+  test("runs use the workers in parallel", async () => {
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000 });
+    await Promise.all([assertHealthy(sandbox), assertHealthy(sandbox)]);
+    const started = performance.now();
+    const outcomes = await Promise.all([run(sandbox, busy(200)), run(sandbox, busy(200))]);
+    const elapsed = performance.now() - started;
+    for (const outcome of outcomes) assert.ok(outcome.ok, JSON.stringify(outcome));
+    assert.ok(elapsed < 390, `two 200 ms runs took ${elapsed} ms`);
+  });
+
+  test("a run that cannot get a worker within its wall time (plus 2 s for a worker to start) fails with timeout", async () => {
+    const sandbox = sandboxWith({ poolSize: 1, wallMs: 100 }, { workerUrl: silentWorker });
+    const outcome = await run(sandbox, `return {status="ignore"}`);
+    expectError(outcome, "timeout", /no sandbox worker became free within 2100 ms/);
+  });
+});
+
+describe("crashes", () => {
+  const sandbox = () => sandboxWith({ poolSize: 1, wallMs: 10_000, cpuMs: 5_000 }, { workerUrl: crashingWorker });
+
+  test("a worker thread that exits mid-run gives killed, and the pool replaces it", async () => {
+    const box = sandbox();
+    await assertHealthy(box);
+    expectError(await run(box, `--crash:exit`), "killed", /exited \(code 7\)/);
+    await assertHealthy(box);
+  });
+
+  test("an exception outside Lua gives killed, and the pool replaces the worker", async () => {
+    const box = sandbox();
+    expectError(await run(box, `--crash:throw`), "killed", /worker bug/);
+    await assertHealthy(box);
+  });
+
+  test("a worker that exhausts its JavaScript heap (resourceLimits) gives killed", async () => {
+    const box = sandbox();
+    expectError(await run(box, `--crash:heap`), "killed", /out of memory|exited/i);
+    await assertHealthy(box);
+  });
+});
+
+describe("each limit comes from SandboxLimits", () => {
+  const sandbox = () =>
+    sandboxWith({ poolSize: 1, memoryBytes: 1024 * 1024, maxResultBytes: 100, maxFetches: 0, maxLogLines: 2, maxLogBytes: 8 });
+
+  test("memoryBytes, maxResultBytes, maxFetches, maxLogLines and maxLogBytes", async () => {
+    const box = sandbox();
+    expectError(await run(box, `local s = string.rep("x", 2 * 1024 * 1024)`), "memory_limit", /memory limit of 1048576 bytes/);
+    expectError(await run(box, `return {status="ignore", invoiceId=string.rep("x", 101)}`), "invalid_result", /larger than 100 bytes/);
+    const fetched = await run(box, `local r, e = fetch("http://example.com/") return {status="ignore", invoiceId=e}`);
+    assert.deepEqual(fetched.ok && fetched.result, { status: "ignore", invoiceId: "fetch refused: the limit of 0 fetches per run is reached" });
+    const logged = await run(box, `log("abcdefghijkl") log("b") log("c") return {status="ignore"}`);
+    assert.deepEqual(logged.logs.map((l) => l.description), ["abcde…", "log limit of 2 lines reached; further lines were dropped"]);
+  });
+
+  test("invalid limits are refused when the sandbox is created", () => {
+    assert.throws(() => createSandbox({ cpuMs: 0 }), /cpuMs must be a positive number/);
+    assert.throws(() => createSandbox({ maxFetches: -1 }), /maxFetches must be a non-negative integer/);
+  });
+});
+
+describe("close", () => {
+  test("close ends runs in flight as killed, later runs are killed at once, and closing twice is fine", async () => {
+    const box = sandboxWith({ poolSize: 1 });
+    await assertHealthy(box);
+    const inFlight = box.run(input(`getInvoice("inv_1") return {status="ignore"}`), never);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await box.close();
+    expectError(await inFlight, "killed", /closed/);
+    expectError(await box.run(input(`return {status="ignore"}`), host), "killed", /closed/);
+    await box.close();
+  });
+});
