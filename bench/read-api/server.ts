@@ -1,0 +1,78 @@
+// The benchmark's server process: the real app (buildApp) on a seeded database, plus one route per case
+// that sends that case's page from memory through the same response schema — the serialization limit.
+// Started by run.ts with fork(); it answers on the IPC channel with its port and a fresh API key.
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "../../src/app.ts";
+import { loadConfig } from "../../src/config.ts";
+import { ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
+import { ListInvoicesSchema } from "../../src/invoices/invoices.schemas.ts";
+import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/lib/list-query.ts";
+import { createServices } from "../../src/services.ts";
+
+export interface BenchCase {
+  name: string;
+  list: "customers" | "invoices";
+  query: Record<string, string>;
+}
+
+export interface ServerRequest {
+  storeId: string;
+  cases: BenchCase[];
+}
+
+export interface ServerReady {
+  port: number;
+  key: string;
+  /** Elements on each case's page, by case name. */
+  pageSizes: Record<string, number>;
+}
+
+export const memoryPath = (c: BenchCase): string => `/bench/memory/${c.name}`;
+
+async function start(request: ServerRequest): Promise<FastifyInstance> {
+  const config = loadConfig(process.env);
+  const services = await createServices(config);
+  const { key } = await services.stores.createKey(request.storeId, { name: "read-api benchmark" });
+  const app = await buildApp(services);
+
+  // Each page exactly as the list route builds it (see customers.routes.ts / invoices.routes.ts).
+  const pageSizes: Record<string, number> = {};
+  for (const c of request.cases) {
+    const q = parseListQuery(c.query as ListQueryInput);
+    const pagination = (next: Parameters<typeof encodeCursor>[0] | null) => ({ limit: q.limit, nextCursor: next === null ? null : encodeCursor(next) });
+    if (c.list === "customers") {
+      const { customers, next } = await services.customers.list(request.storeId, q);
+      const page = { data: { customers }, pagination: pagination(next) };
+      pageSizes[c.name] = customers.length;
+      app.get(memoryPath(c), { schema: { response: ListCustomersSchema.response } }, async () => page);
+    } else {
+      const { invoices, next } = await services.invoices.list(request.storeId, q);
+      const page = { data: { invoices }, pagination: pagination(next) };
+      pageSizes[c.name] = invoices.length;
+      app.get(memoryPath(c), { schema: { response: ListInvoicesSchema.response } }, async () => page);
+    }
+  }
+
+  app.addHook("onClose", async () => services.close());
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const address = app.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  process.send!({ port, key, pageSizes } satisfies ServerReady);
+  return app;
+}
+
+process.once("message", (request: ServerRequest) => {
+  start(request)
+    .then((app) => {
+      process.once("SIGTERM", () => {
+        app
+          .close()
+          .then(() => process.exit(0))
+          .catch(() => process.exit(1));
+      });
+    })
+    .catch((err: unknown) => {
+      process.stderr.write(`benchmark server failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    });
+});
