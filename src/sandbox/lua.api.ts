@@ -33,6 +33,11 @@ export interface EmscriptenLua {
   _lua_pushnumber(L: number, n: number): void;
   _lua_pushlstring(L: number, ptr: number, len: number): number;
   _lua_pushcclosure(L: number, fn: number, n: number): void;
+  _lua_pushvalue(L: number, idx: number): void;
+  _lua_setmetatable(L: number, idx: number): number;
+  _lua_rawseti(L: number, idx: number, n: bigint): void;
+  _lua_checkstack(L: number, n: number): number;
+  _lua_stringtonumber(L: number, s: number): number;
   _lua_createtable(L: number, narr: number, nrec: number): void;
   _lua_rawset(L: number, idx: number): void;
   _lua_rawgeti(L: number, idx: number, n: bigint): number;
@@ -61,14 +66,46 @@ export const LuaStatus = { ok: 0, yield: 1, errrun: 2, errsyntax: 3, errmem: 4, 
 export const LuaType = { none: -1, nil: 0, boolean: 1, lightuserdata: 2, number: 3, string: 4, table: 5, function: 6, userdata: 7, thread: 8 } as const;
 const TYPE_NAMES = ["nil", "boolean", "userdata", "number", "string", "table", "function", "userdata", "thread"];
 
-/** Loads a fresh instance of the Lua WebAssembly module: its own memory, its own (unused) file system. */
+/**
+ * Loads a fresh instance of the Lua WebAssembly module: its own memory, its own (unused) file system.
+ * Emscripten wraps every export in an assertion shim (a property lookup and an apply per call); the
+ * sandbox calls the C API tens of times per run, so it captures the instance's raw exports while the
+ * glue instantiates it (only this worker thread's WebAssembly.instantiate is wrapped, and only for
+ * the duration of the load) and calls those directly.
+ */
 export async function loadLuaModule(): Promise<EmscriptenLua> {
   // wasmoon is a UMD bundle; require() gives the CommonJS exports regardless of how Node sees ESM interop.
   const require = createRequire(import.meta.url);
   const wasmoon = require("wasmoon") as { LuaFactory: new () => { getLuaModule(): Promise<{ module: unknown }> } };
-  const factory = new wasmoon.LuaFactory();
-  const luaWasm = await factory.getLuaModule();
-  return luaWasm.module as EmscriptenLua;
+  // The WebAssembly namespace is not in this project's TypeScript lib: describe the little that is used.
+  type Instantiate = (source: unknown, imports?: unknown) => Promise<{ instance?: { exports: Record<string, unknown> }; exports?: Record<string, unknown> }>;
+  const wasm = (globalThis as unknown as { WebAssembly: { instantiate: Instantiate } }).WebAssembly;
+  let exports: Record<string, unknown> | undefined;
+  const instantiate = wasm.instantiate;
+  wasm.instantiate = async (source, imports) => {
+    const result = await instantiate(source, imports);
+    exports = result.instance?.exports ?? result.exports;
+    return result;
+  };
+  let glue: EmscriptenLua;
+  try {
+    glue = (await new wasmoon.LuaFactory().getLuaModule()).module as EmscriptenLua;
+  } finally {
+    wasm.instantiate = instantiate;
+  }
+  if (exports === undefined || typeof exports.lua_settop !== "function") return glue; // a different wasmoon build: use its shims
+  const fast: Record<string, unknown> = {
+    get HEAPU8() {
+      return glue.HEAPU8; // the glue replaces its views when the memory grows
+    },
+    get HEAP32() {
+      return glue.HEAP32;
+    },
+    addFunction: glue.addFunction.bind(glue),
+    removeFunction: glue.removeFunction.bind(glue),
+  };
+  for (const [name, value] of Object.entries(exports)) if (typeof value === "function") fast[`_${name}`] = value;
+  return fast as unknown as EmscriptenLua;
 }
 
 const encoder = new TextEncoder();
@@ -144,6 +181,13 @@ export class LuaBytes {
     const ptr = this.m._lua_tolstring(L, idx, this.lenPtr);
     const len = this.m.HEAP32[this.lenPtr >> 2]!;
     return this.m.HEAPU8.slice(ptr, ptr + len);
+  }
+
+  /** Where the bytes of the string at `idx` live in module memory; valid while the value stays on the stack. */
+  stringRef(L: number, idx: number): { ptr: number; len: number } | null {
+    if (this.m._lua_type(L, idx) !== LuaType.string) return null;
+    const ptr = this.m._lua_tolstring(L, idx, this.lenPtr);
+    return { ptr, len: this.m.HEAP32[this.lenPtr >> 2]! };
   }
 
   toString(L: number, idx: number): string | null {

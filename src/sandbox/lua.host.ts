@@ -5,6 +5,7 @@
 import crypto from "node:crypto";
 import type { LuaBytes } from "./lua.api.ts";
 import { LuaType } from "./lua.api.ts";
+import { createJsonDecoder } from "./lua.json.ts";
 import type { FetchReply, FetchRequest, InvoiceReply } from "./sandbox.protocol.ts";
 import type { LogType } from "./sandbox.types.ts";
 
@@ -23,6 +24,17 @@ const HASHES = new Set(["sha1", "sha256", "sha384", "sha512"]);
 export function normalizeHash(name: string): string | null {
   const n = name.toLowerCase().replace(/[-_]/g, "");
   return HASHES.has(n) ? n : null;
+}
+
+/**
+ * createHmac is about four times slower with a byte key than with a string key (measured: 18 µs
+ * against 5 µs). A string key is used as UTF-8, so an ASCII key (nearly every webhook secret) can go
+ * as a string with exactly the same bytes; any other key goes as bytes.
+ */
+function hmacKey(key: Uint8Array): Uint8Array | string {
+  if (key.length > 256) return key;
+  for (let i = 0; i < key.length; i++) if (key[i]! > 0x7f) return key;
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString("latin1");
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -79,7 +91,7 @@ export function createHostFunctions(api: LuaBytes, bridge: HostBridge): Record<s
     const data = bytesArg(L, 2, "hmacShaSign");
     const hash = hashArg(L, 3, "hmacShaSign");
     const encoding = encodingArg(L, 4, "hmacShaSign");
-    api.pushString(L, crypto.createHmac(hash, key).update(data).digest(encoding));
+    api.pushString(L, crypto.createHmac(hash, hmacKey(key)).update(data).digest(encoding));
     return 1;
   };
 
@@ -176,7 +188,8 @@ export function createHostFunctions(api: LuaBytes, bridge: HostBridge): Record<s
     logoverflow: logOverflow,
     invoice,
     fetch,
+    jsondecode: createJsonDecoder(api),
   };
-  const names: Record<string, string> = { hmac: "hmacShaSign", b64encode: "base64.encode", b64decode: "base64.decode", timingsafeequal: "timingSafeEqual" };
+  const names: Record<string, string> = { hmac: "hmacShaSign", b64encode: "base64.encode", b64decode: "base64.decode", timingsafeequal: "timingSafeEqual", jsondecode: "json.decode" };
   return Object.fromEntries(Object.entries(functions).map(([k, fn]) => [k, guarded(api, names[k] ?? k, fn)]));
 }
