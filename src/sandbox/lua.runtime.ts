@@ -29,11 +29,6 @@ export interface RunResult {
   retire: boolean;
 }
 
-const threadCpuMs = (): number => {
-  const u = process.threadCpuUsage();
-  return (u.user + u.system) / 1000;
-};
-
 export function errorLine(message: string): number | null {
   const match = /^\[plugin\]:(\d+):/.exec(message);
   return match ? Number(match[1]) : null;
@@ -46,7 +41,7 @@ export class LuaRuntime {
   private readonly limits: SandboxLimits;
   private readonly runRef: number;
   private readonly gcRef: number;
-  private readonly chunks = new Map<string, number>();
+  private readonly chunks = new Map<number, CompileResult>();
   private readonly seeds = new Uint32Array(512);
   private seedAt = this.seeds.length;
 
@@ -137,16 +132,8 @@ export class LuaRuntime {
   }
 
   /** Compiles plugin source in text mode only (binary chunks are refused by the loader itself). */
-  compile(source: string, cache: boolean): CompileResult {
+  compile(source: string): CompileResult {
     const { m, api, L } = this;
-    if (cache) {
-      const ref = this.chunks.get(source);
-      if (ref !== undefined) {
-        this.chunks.delete(source);
-        this.chunks.set(source, ref);
-        return { ok: true, ref };
-      }
-    }
     const bytes = Buffer.from(source, "utf8");
     const ptr = api.put(bytes);
     this.allocFailed = false;
@@ -158,23 +145,40 @@ export class LuaRuntime {
       m._lua_settop(L, 0);
       return { ok: false, message, line: errorLine(message), outOfMemory: status === LuaStatus.errmem };
     }
-    if (!cache) {
-      m._lua_settop(L, 0);
-      return { ok: true, ref: 0 };
-    }
-    const ref = m._luaL_ref(L, LUA_REGISTRYINDEX);
-    this.chunks.set(source, ref);
-    if (this.chunks.size > CHUNK_CACHE_SIZE) {
-      const [oldest, oldRef] = this.chunks.entries().next().value as [string, number];
-      this.chunks.delete(oldest);
-      m._luaL_unref(L, LUA_REGISTRYINDEX, oldRef);
-    }
-    return { ok: true, ref };
+    return { ok: true, ref: m._luaL_ref(L, LUA_REGISTRYINDEX) };
   }
 
-  run(job: RunJob): RunResult {
+  /** Compiles and forgets: the upload check. */
+  check(source: string): CompileResult {
+    const compiled = this.compile(source);
+    if (compiled.ok) this.m._luaL_unref(this.L, LUA_REGISTRYINDEX, compiled.ref);
+    return compiled;
+  }
+
+  /** The compiled chunk of a source the pool numbered; compiled once, then kept (least recently used first out). */
+  private chunk(sourceId: number, source: string | null): CompileResult | null {
+    const cached = this.chunks.get(sourceId);
+    if (cached !== undefined) {
+      this.chunks.delete(sourceId);
+      this.chunks.set(sourceId, cached);
+      return cached;
+    }
+    if (source === null) return null;
+    const compiled = this.compile(source);
+    this.chunks.set(sourceId, compiled);
+    if (this.chunks.size > CHUNK_CACHE_SIZE) {
+      const [oldest, old] = this.chunks.entries().next().value as [number, CompileResult];
+      this.chunks.delete(oldest);
+      if (old.ok) this.m._luaL_unref(this.L, LUA_REGISTRYINDEX, old.ref);
+    }
+    return compiled;
+  }
+
+  /** Runs one job; null when the pool sent a source id this state no longer knows (it then sends the source). */
+  run(job: RunJob): RunResult | null {
     const { m, api, L, limits } = this;
-    const chunk = this.compile(job.source, true);
+    const chunk = this.chunk(job.sourceId, job.source);
+    if (chunk === null) return null;
     if (!chunk.ok) {
       const kind = chunk.outOfMemory ? "memory_limit" : "script_error";
       return { result: { kind, message: chunk.message, line: chunk.line, cpuMs: 0 }, retire: false };
@@ -198,7 +202,6 @@ export class LuaRuntime {
 
     this.allocFailed = false;
     this.limit = this.used + limits.memoryBytes;
-    const cpu0 = threadCpuMs();
     let status: number;
     try {
       status = m._lua_pcallk(L, 13, 3, 0, 0, 0);
@@ -207,25 +210,24 @@ export class LuaRuntime {
       // the Lua state is mid-operation and must not be used again.
       this.limit = Number.POSITIVE_INFINITY;
       const what = err instanceof Error ? err.message : String(err);
-      return { result: { kind: "killed", message: `the Lua runtime failed: ${what}`, line: null, cpuMs: threadCpuMs() - cpu0 }, retire: true };
+      return { result: { kind: "killed", message: `the Lua runtime failed: ${what}`, line: null, cpuMs: 0 }, retire: true };
     }
     this.limit = Number.POSITIVE_INFINITY;
-    const cpuMs = threadCpuMs() - cpu0;
 
     let result: WorkerResult;
     if (status !== LuaStatus.ok) {
       // The runner itself failed: out of memory while building the environment, or an error a check re-raised.
       const message = api.toString(L, -1) ?? `Lua error (status ${status})`;
-      result = this.failure(message, status === LuaStatus.errmem, cpuMs);
+      result = this.failure(message, status === LuaStatus.errmem);
     } else {
       const kind = api.toString(L, 1);
       const a = api.toString(L, 2) ?? "";
       if (kind === "ok") {
-        result = { kind: "ok", status: a as "pushInvoice" | "disputeInvoice" | "ignore", invoiceId: api.toString(L, 3), cpuMs };
+        result = { kind: "ok", status: a as "pushInvoice" | "disputeInvoice" | "ignore", invoiceId: api.toString(L, 3), cpuMs: 0 };
       } else if (kind === "rejected" || kind === "invalid_result") {
-        result = { kind, message: a, line: null, cpuMs };
+        result = { kind, message: a, line: null, cpuMs: 0 };
       } else {
-        result = this.failure(a, false, cpuMs);
+        result = this.failure(a, false);
       }
     }
     m._lua_settop(L, 0);
@@ -233,11 +235,11 @@ export class LuaRuntime {
     return { result, retire: false };
   }
 
-  private failure(message: string, outOfMemory: boolean, cpuMs: number): WorkerResult {
+  private failure(message: string, outOfMemory: boolean): WorkerResult {
     if (outOfMemory || (this.allocFailed && /not enough memory$/.test(message))) {
-      return { kind: "memory_limit", message: `the script used more than its memory limit of ${this.limits.memoryBytes} bytes`, line: errorLine(message), cpuMs };
+      return { kind: "memory_limit", message: `the script used more than its memory limit of ${this.limits.memoryBytes} bytes`, line: errorLine(message), cpuMs: 0 };
     }
-    return { kind: "script_error", message, line: errorLine(message), cpuMs };
+    return { kind: "script_error", message, line: errorLine(message), cpuMs: 0 };
   }
 
   private collect(): void {

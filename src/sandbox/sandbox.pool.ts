@@ -8,11 +8,11 @@ import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { createFetcher, type Fetcher } from "./fetch.client.ts";
 import { resolveLimits } from "./sandbox.limits.ts";
 import {
+  CPU_START_BYTE,
   CTL_HOST,
   CTL_JOB,
-  CTL_LOG_COUNT,
-  CTL_LOG_END,
-  CTL_LOG_OVERFLOW,
+  CTL_PARKED,
+  CTL_RUN,
   readLogs,
   sharedBufferSize,
   type CheckJob,
@@ -45,7 +45,8 @@ const START_ALLOWANCE_MS = 2_000;
 /** Without a per-thread CPU clock the budget is judged on wall time minus host waits, with this much slack. */
 const WALL_CPU_FACTOR = 2;
 
-type JobSpec = Omit<RunJob, "runId"> | Omit<CheckJob, "runId">;
+type RunSpec = Omit<RunJob, "runId" | "sourceId" | "source"> & { source: string };
+type JobSpec = RunSpec | Omit<CheckJob, "runId">;
 type Finish = (result: WorkerResult, logs: LogLine[], fetches: FetchRecord[], durationMs: number) => void;
 
 interface Pending {
@@ -60,14 +61,14 @@ interface Active {
   runId: number;
   pending: Pending;
   startedAt: number;
-  cpuStartNs: number | null;
   hostSince: number | null;
   hostTotal: number;
   fetches: FetchRecord[];
   fetchCount: number;
-  abort: AbortController;
-  wallTimer: NodeJS.Timeout;
-  cpuTimer: NodeJS.Timeout | null;
+  /** Created by the first fetch: aborting it ends that run's network traffic. */
+  abort: AbortController | null;
+  /** One timer per run: the next moment a limit (wall time, CPU budget) has to be looked at. */
+  timer: NodeJS.Timeout | null;
   settled: boolean;
 }
 
@@ -75,12 +76,15 @@ interface Slot {
   worker: Worker;
   shared: SharedArrayBuffer;
   ctl: Int32Array;
+  cpuStart: Float64Array;
   jobPort: MessagePort;
   replyPort: MessagePort;
   ready: boolean;
   gone: boolean;
   cpuFd: number | null;
   cpuBuf: Buffer;
+  /** Source ids this worker has been sent (it keeps the compiled chunks). */
+  sources: Set<number>;
   active: Active | null;
 }
 
@@ -95,6 +99,8 @@ class WorkerPool implements Sandbox {
   private readonly slots = new Set<Slot>();
   private readonly queue: Pending[] = [];
   private nextRunId = 1;
+  private readonly sourceIds = new Map<string, number>();
+  private nextSourceId = 1;
   private closed = false;
   private startupFailures = 0;
 
@@ -108,7 +114,7 @@ class WorkerPool implements Sandbox {
   run(input: RunInput, host: SandboxHost): Promise<RunOutcome> {
     return new Promise((resolve) => {
       const finish: Finish = (result, logs, fetches, durationMs) => resolve(toOutcome(result, logs, fetches, durationMs));
-      let job: Omit<RunJob, "runId">;
+      let job: RunSpec;
       try {
         job = toRunJob(input);
       } catch (err) {
@@ -156,6 +162,9 @@ class WorkerPool implements Sandbox {
       pending.finish({ kind: "killed", message: "the sandbox is closed", line: null, cpuMs: 0 }, [], [], 0);
       return;
     }
+    this.queue.push(pending);
+    this.dispatch();
+    if (this.queue.at(-1) !== pending) return; // started at once
     // A run that cannot get a worker (all busy, or none able to start) fails instead of waiting forever.
     const patience = this.limits.wallMs + START_ALLOWANCE_MS;
     pending.queueTimer = setTimeout(() => {
@@ -164,8 +173,6 @@ class WorkerPool implements Sandbox {
       this.queue.splice(at, 1);
       pending.finish({ kind: "timeout", message: `no sandbox worker became free within ${patience} ms`, line: null, cpuMs: 0 }, [], [], performance.now() - pending.queuedAt);
     }, patience);
-    this.queue.push(pending);
-    this.dispatch();
   }
 
   private dispatch(): void {
@@ -178,53 +185,71 @@ class WorkerPool implements Sandbox {
     }
   }
 
+  private sourceId(source: string): number {
+    let id = this.sourceIds.get(source);
+    if (id === undefined) {
+      if (this.sourceIds.size >= 4096) this.sourceIds.clear(); // old ids simply fall out of the workers' caches
+      id = this.nextSourceId++;
+      this.sourceIds.set(source, id);
+    }
+    return id;
+  }
+
   private start(slot: Slot, pending: Pending): void {
     if (pending.queueTimer) clearTimeout(pending.queueTimer);
     const runId = this.nextRunId++;
-    const { ctl } = slot;
-    Atomics.store(ctl, CTL_LOG_COUNT, 0);
-    Atomics.store(ctl, CTL_LOG_END, 64);
-    Atomics.store(ctl, CTL_LOG_OVERFLOW, 0);
-    const active: Active = {
-      runId,
-      pending,
-      startedAt: performance.now(),
-      cpuStartNs: readCpuNs(slot),
-      hostSince: null,
-      hostTotal: 0,
-      fetches: [],
-      fetchCount: 0,
-      abort: new AbortController(),
-      wallTimer: setTimeout(() => this.kill(slot, active, "timeout", `the run exceeded its wall time of ${this.limits.wallMs} ms`), this.limits.wallMs),
-      cpuTimer: null,
-      settled: false,
-    };
-    active.cpuTimer = setTimeout(() => this.checkCpu(slot, active), this.limits.cpuMs);
+    const active: Active = { runId, pending, startedAt: performance.now(), hostSince: null, hostTotal: 0, fetches: [], fetchCount: 0, abort: null, timer: null, settled: false };
     slot.active = active;
     slot.worker.ref();
-    slot.jobPort.postMessage({ ...pending.job, runId });
+    this.post(slot, active);
+    this.watch(slot, active, Math.min(this.limits.cpuMs, this.limits.wallMs));
+    const { ctl } = slot;
     Atomics.store(ctl, CTL_JOB, 1);
-    Atomics.notify(ctl, CTL_JOB);
+    if (Atomics.load(ctl, CTL_PARKED) === 1) Atomics.notify(ctl, CTL_JOB);
   }
 
-  /** Fires when the run might have used its CPU budget: kills it if it has, else looks again when it could have. */
-  private checkCpu(slot: Slot, active: Active): void {
-    if (active.settled || slot.active !== active) return;
-    const { cpuMs } = this.limits;
-    let remaining: number;
-    const nowNs = readCpuNs(slot);
-    if (nowNs !== null && active.cpuStartNs !== null) {
-      remaining = cpuMs - (nowNs - active.cpuStartNs) / 1e6;
-    } else {
-      const now = performance.now();
-      const hostNow = active.hostSince === null ? 0 : now - active.hostSince;
-      remaining = cpuMs * WALL_CPU_FACTOR - (now - active.startedAt - active.hostTotal - hostNow);
+  private post(slot: Slot, active: Active): void {
+    const job = active.pending.job;
+    if (job.type === "check") {
+      slot.jobPort.postMessage({ ...job, runId: active.runId });
+      return;
     }
-    if (remaining <= 0) {
+    const sourceId = this.sourceId(job.source);
+    const send = !slot.sources.has(sourceId);
+    if (send) slot.sources.add(sourceId);
+    const message: RunJob = { ...job, source: send ? job.source : null, sourceId, runId: active.runId };
+    // The body is a private copy (see toRunJob): hand its memory over instead of copying it again.
+    slot.jobPort.postMessage(message, [job.body.buffer as ArrayBuffer]);
+  }
+
+  private watch(slot: Slot, active: Active, delay: number): void {
+    active.timer = setTimeout(() => this.inspect(slot, active), Math.max(1, delay));
+  }
+
+  /** Looks at a run's wall time and CPU time; kills it past either, else looks again when it could be. */
+  private inspect(slot: Slot, active: Active): void {
+    if (active.settled || slot.active !== active) return;
+    const { cpuMs, wallMs } = this.limits;
+    const now = performance.now();
+    const wallLeft = active.startedAt + wallMs - now;
+    if (wallLeft <= 0) {
+      this.kill(slot, active, "timeout", `the run exceeded its wall time of ${wallMs} ms`);
+      return;
+    }
+    let cpuLeft: number;
+    const nowNs = readCpuNs(slot);
+    if (nowNs !== null) {
+      // The worker records its CPU clock when it starts a run; until then nothing has been spent.
+      cpuLeft = Atomics.load(slot.ctl, CTL_RUN) === active.runId ? cpuMs - (nowNs / 1000 - slot.cpuStart[0]!) / 1000 : cpuMs;
+    } else {
+      const hostNow = active.hostSince === null ? 0 : now - active.hostSince;
+      cpuLeft = cpuMs * WALL_CPU_FACTOR - (now - active.startedAt - active.hostTotal - hostNow);
+    }
+    if (cpuLeft <= 0) {
       this.kill(slot, active, "timeout", `the script used more than its CPU budget of ${cpuMs} ms`);
       return;
     }
-    active.cpuTimer = setTimeout(() => this.checkCpu(slot, active), Math.max(2, remaining));
+    this.watch(slot, active, Math.min(wallLeft, Math.max(2, cpuLeft)));
   }
 
   // ---- worker lifecycle --------------------------------------------------------------------------
@@ -246,12 +271,14 @@ class WorkerPool implements Sandbox {
       worker,
       shared,
       ctl: new Int32Array(shared, 0, 16),
+      cpuStart: new Float64Array(shared, CPU_START_BYTE, 1),
       jobPort: jobs.port1,
       replyPort: replies.port1,
       ready: false,
       gone: false,
       cpuFd: null,
       cpuBuf: Buffer.alloc(96),
+      sources: new Set(),
       active: null,
     };
     this.slots.add(slot);
@@ -281,6 +308,15 @@ class WorkerPool implements Sandbox {
         }
         return;
       }
+      case "need_source": {
+        const active = slot.active;
+        if (!active || active.runId !== message.job.runId || active.settled || active.pending.job.type !== "run") return;
+        const job: RunJob = { ...message.job, source: active.pending.job.source };
+        slot.jobPort.postMessage(job, [job.body.buffer as ArrayBuffer]);
+        Atomics.store(slot.ctl, CTL_JOB, 1);
+        if (Atomics.load(slot.ctl, CTL_PARKED) === 1) Atomics.notify(slot.ctl, CTL_JOB);
+        return;
+      }
       case "host":
         void this.onHostCall(slot, message.runId, message.call);
         return;
@@ -297,7 +333,7 @@ class WorkerPool implements Sandbox {
 
   private kill(slot: Slot, active: Active, kind: "timeout" | "killed", message: string): void {
     if (active.settled || slot.active !== active) return;
-    this.settle(slot, { kind, message, line: null, cpuMs: cpuSpent(slot, active) });
+    this.settle(slot, { kind, message, line: null, cpuMs: cpuSpent(slot, active) }, Atomics.load(slot.ctl, CTL_RUN) === active.runId);
     this.replace(slot);
   }
 
@@ -321,15 +357,15 @@ class WorkerPool implements Sandbox {
     return slot.worker.terminate();
   }
 
-  private settle(slot: Slot, result: WorkerResult): void {
+  /** Ends the active run. `logsValid`: the log area holds this run's lines (false if it never started). */
+  private settle(slot: Slot, result: WorkerResult, logsValid = true): void {
     const active = slot.active;
     if (!active || active.settled) return;
     active.settled = true;
     slot.active = null;
-    clearTimeout(active.wallTimer);
-    if (active.cpuTimer) clearTimeout(active.cpuTimer);
-    active.abort.abort();
-    const logs = active.pending.job.type === "run" ? readLogs(slot.shared, this.limits) : [];
+    if (active.timer) clearTimeout(active.timer);
+    active.abort?.abort();
+    const logs = active.pending.job.type === "run" && logsValid ? readLogs(slot.shared, this.limits) : [];
     active.pending.finish(result, logs, active.fetches, performance.now() - active.startedAt);
   }
 
@@ -373,6 +409,7 @@ class WorkerPool implements Sandbox {
       return { ok: false, error };
     }
     active.fetchCount++;
+    active.abort ??= new AbortController();
     const { reply, record } = await this.fetcher.fetch(request, { signal: active.abort.signal, deadline: active.startedAt + this.limits.wallMs });
     active.fetches.push(record);
     return reply;
@@ -380,7 +417,7 @@ class WorkerPool implements Sandbox {
 }
 
 
-function toRunJob(input: RunInput): Omit<RunJob, "runId"> {
+function toRunJob(input: RunInput): RunSpec {
   const { request } = input;
   if (typeof input.source !== "string") throw new TypeError("source must be a string");
   const body = request.body ?? Buffer.alloc(0);
@@ -390,8 +427,8 @@ function toRunJob(input: RunInput): Omit<RunJob, "runId"> {
     type: "run",
     source: input.source,
     method: String(request.method ?? "POST"),
-    // A Buffer may be a view into a larger pooled buffer: send exactly its bytes.
-    body: body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : Uint8Array.prototype.slice.call(body),
+    // A private copy of exactly the body's bytes (a Buffer may be a view into a larger pooled buffer), transferred to the worker.
+    body: Uint8Array.prototype.slice.call(body),
     headers: pairs(request.headers, true),
     query: pairs(request.query, false),
     storeId: String(input.store.id),
@@ -456,5 +493,5 @@ function readCpuNs(slot: Slot): number | null {
 
 function cpuSpent(slot: Slot, active: Active): number {
   const now = readCpuNs(slot);
-  return now !== null && active.cpuStartNs !== null ? (now - active.cpuStartNs) / 1e6 : 0;
+  return now !== null && Atomics.load(slot.ctl, CTL_RUN) === active.runId ? now / 1e6 - slot.cpuStart[0]! / 1000 : 0;
 }

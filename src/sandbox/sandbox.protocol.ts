@@ -14,7 +14,9 @@ export interface WorkerInit {
 export interface RunJob {
   type: "run";
   runId: number;
-  source: string;
+  /** Sent once per worker and source; later runs of the same source send only `sourceId`. */
+  source: string | null;
+  sourceId: number;
   method: string;
   body: Uint8Array;
   headers: [string, string][];
@@ -43,6 +45,7 @@ export type WorkerResult =
 export type WorkerMessage =
   | { type: "ready"; tid: number | null }
   | { type: "done"; runId: number; result: WorkerResult; retire: boolean }
+  | { type: "need_source"; job: RunJob }
   | { type: "host"; runId: number; call: HostCall };
 
 export type HostCall =
@@ -73,6 +76,10 @@ export const CTL_HOST = 1; // main sets 1 after posting a host-call reply
 export const CTL_LOG_COUNT = 2;
 export const CTL_LOG_END = 3; // byte offset after the last record
 export const CTL_LOG_OVERFLOW = 4;
+export const CTL_RUN = 5; // the runId the worker is running, 0 between runs
+export const CTL_PARKED = 6; // 1 while the worker sleeps in Atomics.wait for a job (only then does a job need a notify)
+/** Byte offset of a Float64: the worker thread's CPU time (µs) when the running run started. */
+export const CPU_START_BYTE = 32;
 const LOG_START = 64;
 const RECORD_HEADER = 16; // f64 time, u8 type, 3 pad, u32 length
 

@@ -7,8 +7,11 @@ import { parentPort, receiveMessageOnPort, workerData } from "node:worker_thread
 import { LuaRuntime } from "./lua.runtime.ts";
 import type { HostBridge } from "./lua.host.ts";
 import {
+  CPU_START_BYTE,
   CTL_HOST,
   CTL_JOB,
+  CTL_PARKED,
+  CTL_RUN,
   LogWriter,
   type FetchReply,
   type HostCall,
@@ -19,16 +22,26 @@ import {
   type WorkerMessage,
 } from "./sandbox.protocol.ts";
 
-/** How long an idle worker keeps polling for the next job before it parks: waking a parked thread costs tens of microseconds. */
-const SPIN_MS = 0.3;
+/**
+ * How long an idle worker keeps looking for the next job before it sleeps: waking a sleeping thread
+ * costs tens of microseconds here, but a spinning thread takes a core from the HTTP event loop.
+ */
+const SPIN_MS = 0.05;
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
 const ctl = new Int32Array(init.shared, 0, 16);
+const cpuStart = new Float64Array(init.shared, CPU_START_BYTE, 1);
 const logs = new LogWriter(init.shared, init.limits);
 let currentRun = 0;
 
 const post = (message: WorkerMessage): void => port.postMessage(message);
+/** Atomics.pause (a CPU spin-wait hint) is newer than this project's TypeScript lib. */
+const pause = (Atomics as unknown as { pause?: () => void }).pause?.bind(Atomics) ?? (() => {});
+const threadCpuUs = (): number => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
 
 function hostCall(call: HostCall): FetchReply | InvoiceReply {
   Atomics.store(ctl, CTL_HOST, 0);
@@ -54,13 +67,19 @@ const bridge: HostBridge = {
 
 function nextJob(): Job {
   for (;;) {
-    const spinUntil = performance.now() + SPIN_MS;
-    while (Atomics.load(ctl, CTL_JOB) === 0) {
-      if (performance.now() > spinUntil) Atomics.wait(ctl, CTL_JOB, 0);
-    }
-    Atomics.store(ctl, CTL_JOB, 0);
     const received = receiveMessageOnPort(init.jobPort);
     if (received !== undefined) return received.message as Job;
+    // Nothing queued: clear the flag, look once more (a job may have come in between), then wait.
+    Atomics.store(ctl, CTL_JOB, 0);
+    const late = receiveMessageOnPort(init.jobPort);
+    if (late !== undefined) return late.message as Job;
+    const spinUntil = performance.now() + SPIN_MS;
+    while (Atomics.load(ctl, CTL_JOB) === 0 && performance.now() < spinUntil) pause();
+    if (Atomics.load(ctl, CTL_JOB) === 0) {
+      Atomics.store(ctl, CTL_PARKED, 1);
+      Atomics.wait(ctl, CTL_JOB, 0);
+      Atomics.store(ctl, CTL_PARKED, 0);
+    }
   }
 }
 
@@ -79,7 +98,7 @@ for (;;) {
   const job = nextJob();
   currentRun = job.runId;
   if (job.type === "check") {
-    const compiled = runtime.compile(job.source, false);
+    const compiled = runtime.check(job.source);
     post({
       type: "done",
       runId: job.runId,
@@ -88,7 +107,19 @@ for (;;) {
     });
     continue;
   }
-  const { result, retire } = runtime.run(job);
+  logs.reset();
+  const cpu0 = threadCpuUs();
+  cpuStart[0] = cpu0;
+  Atomics.store(ctl, CTL_RUN, job.runId); // published after the CPU start, which the pool reads only for this run
+  const outcome = runtime.run(job);
+  Atomics.store(ctl, CTL_RUN, 0);
+  if (outcome === null) {
+    // The pool sent a source id whose chunk this state has dropped: give the job back for its source.
+    port.postMessage({ type: "need_source", job } satisfies WorkerMessage, [job.body.buffer as ArrayBuffer]);
+    continue;
+  }
+  const { result, retire } = outcome;
+  if ("cpuMs" in result) result.cpuMs = (threadCpuUs() - cpu0) / 1000;
   post({ type: "done", runId: job.runId, result, retire });
   if (retire) break; // the pool terminates this thread and starts a fresh one
 }

@@ -121,6 +121,13 @@ describe("isolation between runs on one reused Lua state", () => {
     assert.deepEqual(second.ok && second.result, { status: "ignore", invoiceId: "3000000" });
   });
 
+  test("a source whose compiled chunk was evicted (more than 64 plugins) is sent again and runs correctly", async () => {
+    const source = (n: number) => `return {status="ignore", invoiceId="plugin ${n}"}`;
+    for (let n = 0; n < 70; n++) assert.deepEqual((await run(sandbox, source(n))).ok, true);
+    const again = await run(sandbox, source(0));
+    assert.deepEqual(again.ok && again.result, { status: "ignore", invoiceId: "plugin 0" });
+  });
+
   test("runs on one state stay correct over thousands of runs (no leak of threads or references)", async () => {
     const source = `local co = coroutine.wrap(function(a) return a * 2 end) local t = json.decode(request.body) return {status="ignore", invoiceId=tostring(co(t.data and 21 or 0))}`;
     for (let i = 0; i < 3000; i++) {
