@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { loadConfig } from "../../src/config.ts";
-import { openDatabase } from "../../src/db/database.ts";
+import { type Db, openDatabase } from "../../src/db/database.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
 import { type SeedProgress, seedStore } from "../../src/seed/seed.ts";
 
@@ -14,8 +14,6 @@ export const DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 export const BENCH_SEED = 42;
 /** A fixed end of the data's three-year span, so every run measures the same rows. */
 export const BENCH_UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
-/** Rank (0 = best seller) of the product variant used for the `id` filter: popular, not the top one. */
-const VARIANT_RANK = 10;
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** Bump when the seed's output changes, so cached datasets are seeded again. */
@@ -34,8 +32,10 @@ export interface Dataset {
     /** A date window of three months in the middle of the span. */
     createdAtFrom: string;
     createdAtTo: string;
-    /** A popular product variant: "customers who bought / invoices containing this variant". */
+    /** The catalogue's least-sold variant: "customers who bought / invoices containing this variant". */
     variantId: string;
+    /** Invoice items with that variant (the `id` filter's candidate set grows with it). */
+    variantItems: number;
     /** The customer of the newest invoice. */
     customerId: string;
   };
@@ -106,30 +106,13 @@ export async function ensureDataset(dialect: BenchDialect, customers: number, lo
     const seconds = result.ms / 1000;
     log(`  seeded ${result.rows.toLocaleString("en-US")} rows in ${seconds.toFixed(0)} s (${Math.round(result.rows / seconds).toLocaleString("en-US")} rows/s)`);
 
-    const newest = await db.kysely
-      .selectFrom("invoices")
-      .select("customer_id")
-      .where("store_id", "=", result.storeId)
-      .orderBy("created_at", "desc")
-      .orderBy("id", "desc")
-      .limit(1)
-      .executeTakeFirstOrThrow();
-    // The variant pool is ordered by popularity (weights fall with the rank).
-    const variant = buildPools(BENCH_SEED).variants.values[VARIANT_RANK]!;
-    const day = 86_400_000;
-    const middle = BENCH_UNTIL - 18 * 30 * day;
     dataset = {
       version: DATASET_VERSION,
       dialect,
       customers,
       storeId: result.storeId,
       seed: { rows: result.rows, seconds: Math.round(seconds), rowsPerSecond: Math.round(result.rows / seconds) },
-      filters: {
-        createdAtFrom: new Date(middle).toISOString().slice(0, 10),
-        createdAtTo: new Date(middle + 90 * day).toISOString().slice(0, 10),
-        variantId: variant.id,
-        customerId: newest.customer_id,
-      },
+      filters: await chooseFilters(db, result.storeId),
     };
   } finally {
     await db.close();
@@ -137,4 +120,33 @@ export async function ensureDataset(dialect: BenchDialect, customers: number, lo
   if (partial !== null) renameSync(partial, sqliteFile(customers));
   writeFileSync(manifest, JSON.stringify(dataset, null, 2) + "\n");
   return dataset;
+}
+
+/** The values of the filtered cases: a three-month window, a product variant, a customer. */
+export async function chooseFilters(db: Db, storeId: string): Promise<Dataset["filters"]> {
+  const newest = await db.kysely
+    .selectFrom("invoices")
+    .select("customer_id")
+    .where("store_id", "=", storeId)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(1)
+    .executeTakeFirstOrThrow();
+  // The pool's variants are ordered by popularity (weights fall with the rank): the last sells least.
+  const variant = buildPools(BENCH_SEED).variants.values.at(-1)!;
+  const items = await db.kysely
+    .selectFrom("invoice_items")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("store_id", "=", storeId)
+    .where("product_variant_id", "=", variant.id)
+    .executeTakeFirstOrThrow();
+  const day = 86_400_000;
+  const middle = BENCH_UNTIL - 18 * 30 * day;
+  return {
+    createdAtFrom: new Date(middle).toISOString().slice(0, 10),
+    createdAtTo: new Date(middle + 90 * day).toISOString().slice(0, 10),
+    variantId: variant.id,
+    variantItems: Number(items.n),
+    customerId: newest.customer_id,
+  };
 }

@@ -4,6 +4,7 @@
 // (32 connections) here; rounds are interleaved and medians reported because the machine is shared.
 //
 //   node bench/read-api/run.ts [--sizes 100000,1000000] [--dialect sqlite|postgres] [--rounds 3] [--duration 5]
+//     [--cases customers,invoices-window] [--sqlite-cache-kib 262144]  (a what-if: larger SQLite page cache)
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -26,6 +27,7 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "2" },
     connections: { type: "string", default: "32" },
     cases: { type: "string", default: "" },
+    "sqlite-cache-kib": { type: "string", default: "" },
   },
 });
 const sizes = args.sizes.split(",").map((s) => Number(s.replace(/_/g, "")));
@@ -83,6 +85,8 @@ async function startServer(d: Dataset, cases: BenchCase[]): Promise<{ child: Chi
       RATE_LIMIT_MAX: "1000000000",
       PLUGIN_POOL_SIZE: "1",
       SECRETS_KEY: "0".repeat(64),
+      // What-if runs only: a larger SQLite page cache than the service's default (KiB).
+      ...(args["sqlite-cache-kib"] ? { BENCH_SQLITE_CACHE_KIB: args["sqlite-cache-kib"] } : {}),
     },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
@@ -106,55 +110,99 @@ interface CaseResult {
   ratio: number;
 }
 
-async function benchSize(customers: number): Promise<{ dataset: Dataset; cases: CaseResult[] }> {
-  const dataset = await ensureDataset(dialect, customers, log);
-  const cases = casesFor(dataset);
-  const { child, ready } = await startServer(dataset, cases);
-  const base = `http://127.0.0.1:${ready.port}`;
-  const headers = { authorization: ready.key };
-  const urlOf = (c: BenchCase) => `${base}/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`;
-  const samples = new Map(cases.map((c) => [c.name, { list: [] as Sample[], memory: [] as Sample[] }]));
-  try {
-    log(`${customers.toLocaleString("en-US")} customers: warming up (${warmup} s per route) …`);
-    for (const c of cases) {
-      await load(urlOf(c), headers, warmup);
-      await load(base + memoryPath(c), {}, warmup);
-    }
-    for (let r = 1; r <= rounds; r++) {
-      for (const c of cases) {
-        const list = await load(urlOf(c), headers, duration);
-        const memory = await load(base + memoryPath(c), {}, duration);
-        samples.get(c.name)!.list.push(list);
-        samples.get(c.name)!.memory.push(memory);
-        log(`  round ${r}/${rounds} ${c.name}: list ${list.rps.toFixed(0)} req/s p99 ${list.p99} ms | memory ${memory.rps.toFixed(0)} req/s p99 ${memory.p99} ms`);
-      }
-    }
-  } finally {
-    child.kill("SIGTERM");
-    if (child.exitCode === null) await once(child, "exit");
-  }
-  return {
-    dataset,
-    cases: cases.map((c) => {
-      const s = samples.get(c.name)!;
-      const list = { rps: median(s.list.map((x) => x.rps)), p99: median(s.list.map((x) => x.p99)), rounds: s.list };
-      const memory = { rps: median(s.memory.map((x) => x.rps)), p99: median(s.memory.map((x) => x.p99)), rounds: s.memory };
-      return {
-        name: c.name,
-        path: `/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`,
-        elements: ready.pageSizes[c.name] ?? 0,
-        bytes: Math.round(median(s.list.map((x) => x.bytesPerRequest))),
-        list,
-        memory,
-        ratio: list.rps / memory.rps,
-      };
-    }),
-  };
+interface Target {
+  customers: number;
+  dataset: Dataset;
+  cases: BenchCase[];
+  child: ChildProcess;
+  ready: ServerReady;
+  base: string;
+  samples: Map<string, { list: Sample[]; memory: Sample[] }>;
 }
 
+/**
+ * Waits until the server has drained the requests autocannon left in flight (a slow case can leave seconds
+ * of queued work behind), so that the next measurement starts on an idle server.
+ */
+async function settle(base: string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  let quick = 0;
+  while (quick < 2 && Date.now() < deadline) {
+    const t = performance.now();
+    await fetch(`${base}/healthz`).then((r) => r.arrayBuffer());
+    quick = performance.now() - t < 20 ? quick + 1 : 0;
+  }
+}
+
+const urlOf = (t: Target, c: BenchCase) => `${t.base}/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`;
+
+async function measure(t: Target, c: BenchCase, seconds: number): Promise<{ list: Sample; memory: Sample }> {
+  const list = await load(urlOf(t, c), { authorization: t.ready.key }, seconds);
+  await settle(t.base);
+  const memory = await load(t.base + memoryPath(c), {}, seconds);
+  await settle(t.base);
+  return { list, memory };
+}
+
+// Every dataset first (seeding what is missing), then one server per size, all started before measuring:
+// the rounds interleave sizes and cases, so a burst of load on the shared machine hits all of them alike.
 const started = Date.now();
-const results: { customers: number; dataset: Dataset; cases: CaseResult[] }[] = [];
-for (const customers of sizes) results.push({ customers, ...(await benchSize(customers)) });
+const datasets: Dataset[] = [];
+for (const customers of sizes) datasets.push(await ensureDataset(dialect, customers, log));
+const targets: Target[] = [];
+try {
+  for (const dataset of datasets) {
+    const cases = casesFor(dataset);
+    const { child, ready } = await startServer(dataset, cases);
+    targets.push({
+      customers: dataset.customers,
+      dataset,
+      cases,
+      child,
+      ready,
+      base: `http://127.0.0.1:${ready.port}`,
+      samples: new Map(cases.map((c) => [c.name, { list: [], memory: [] }])),
+    });
+  }
+  log(`warming up (${warmup} s per route) …`);
+  for (const t of targets) for (const c of t.cases) await measure(t, c, warmup);
+  for (let r = 1; r <= rounds; r++) {
+    for (const c of targets[0]!.cases) {
+      for (const t of targets) {
+        const { list, memory } = await measure(t, c, duration);
+        t.samples.get(c.name)!.list.push(list);
+        t.samples.get(c.name)!.memory.push(memory);
+        log(
+          `round ${r}/${rounds} ${t.customers.toLocaleString("en-US").padStart(9)} ${c.name.padEnd(22)} list ${list.rps.toFixed(0).padStart(5)} req/s p99 ${String(list.p99).padStart(5)} ms | memory ${memory.rps.toFixed(0).padStart(5)} req/s p99 ${String(memory.p99).padStart(5)} ms`,
+        );
+      }
+    }
+  }
+} finally {
+  for (const t of targets) {
+    t.child.kill("SIGTERM");
+    if (t.child.exitCode === null) await once(t.child, "exit");
+  }
+}
+
+const results = targets.map((t) => ({
+  customers: t.customers,
+  dataset: t.dataset,
+  cases: t.cases.map((c): CaseResult => {
+    const s = t.samples.get(c.name)!;
+    const list = { rps: median(s.list.map((x) => x.rps)), p99: median(s.list.map((x) => x.p99)), rounds: s.list };
+    const memory = { rps: median(s.memory.map((x) => x.rps)), p99: median(s.memory.map((x) => x.p99)), rounds: s.memory };
+    return {
+      name: c.name,
+      path: `/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`,
+      elements: t.ready.pageSizes[c.name] ?? 0,
+      bytes: Math.round(median(s.list.map((x) => x.bytesPerRequest))),
+      list,
+      memory,
+      ratio: list.rps / memory.rps,
+    };
+  }),
+}));
 
 // Markdown for bench/README.md.
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -189,9 +237,9 @@ const report = {
   when: new Date().toISOString(),
   minutes: Math.round((Date.now() - started) / 6000) / 10,
   machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? "", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg: os.loadavg() },
-  settings: { dialect, rounds, duration, warmup, connections },
+  settings: { dialect, rounds, duration, warmup, connections, sqliteCacheKiB: args["sqlite-cache-kib"] || "default" },
   results,
 };
-const file = path.join(resultsDir, `${dialect}-latest.json`);
+const file = path.join(resultsDir, `${dialect}${args["sqlite-cache-kib"] ? `-cache${args["sqlite-cache-kib"]}` : ""}-latest.json`);
 writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
 log(`done in ${report.minutes} min; results in ${path.relative(process.cwd(), file)}`);

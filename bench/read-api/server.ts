@@ -32,6 +32,9 @@ export const memoryPath = (c: BenchCase): string => `/bench/memory/${c.name}`;
 async function start(request: ServerRequest): Promise<FastifyInstance> {
   const config = loadConfig(process.env);
   const services = await createServices(config);
+  // What-if runs only (run.ts --sqlite-cache-kib): the service as shipped keeps SQLite's default page cache.
+  const cacheKiB = Number(process.env.BENCH_SQLITE_CACHE_KIB ?? "");
+  if (cacheKiB > 0) services.db.sqlite?.pragma(`cache_size = -${cacheKiB}`);
   const { key } = await services.stores.createKey(request.storeId, { name: "read-api benchmark" });
   const app = await buildApp(services);
 

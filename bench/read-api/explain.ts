@@ -1,0 +1,84 @@
+// Where a list page's time goes, in process and without HTTP: each benchmark case's repository call timed
+// (total, and inside SQL), with every SQL statement, its own time and its SQLite query plan. For finding
+// why a case is slow; run.ts measures the HTTP figures.
+//
+//   node bench/read-api/explain.ts [--size 1000000] [--plans] [--cache-size -262144] [--mmap 30000000000]
+//     [--popular-variant]   also the catalogue's best-selling variant as `id` (slow: scales with its sales)
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import SQLite from "better-sqlite3";
+import { Kysely, SqliteDialect } from "kysely";
+import { createCustomersRepository } from "../../src/customers/customers.repository.ts";
+import type { Database } from "../../src/db/schema.ts";
+import { createInvoicesRepository } from "../../src/invoices/invoices.repository.ts";
+import { parseListQuery } from "../../src/lib/list-query.ts";
+import { buildPools } from "../../src/seed/seed.pools.ts";
+import { BENCH_SEED, type Dataset, DATA_DIR, sqliteFile } from "./dataset.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    size: { type: "string", default: "1000000" },
+    plans: { type: "boolean", default: false },
+    "cache-size": { type: "string" },
+    mmap: { type: "string" },
+    runs: { type: "string", default: "100" },
+    "popular-variant": { type: "boolean", default: false },
+  },
+});
+const customers = Number(args.size);
+const dataset = JSON.parse(readFileSync(`${DATA_DIR}/read-api-sqlite-${customers}.json`, "utf8")) as Dataset;
+const handle = new SQLite(sqliteFile(customers));
+// The service's own settings (src/db/database.ts), then the ones under test.
+handle.pragma("journal_mode = WAL");
+handle.pragma("synchronous = NORMAL");
+if (args["cache-size"] !== undefined) handle.pragma(`cache_size = ${Number(args["cache-size"])}`);
+if (args.mmap !== undefined) handle.pragma(`mmap_size = ${Number(args.mmap)}`);
+
+const statements: { sql: string; parameters: readonly unknown[]; ms: number }[] = [];
+const db = new Kysely<Database>({
+  dialect: new SqliteDialect({ database: handle }),
+  log: (event) => {
+    if (event.level === "query") statements.push({ sql: event.query.sql, parameters: event.query.parameters, ms: event.queryDurationMillis });
+  },
+});
+const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
+
+const f = dataset.filters;
+const window = { createdAtFrom: f.createdAtFrom, createdAtTo: f.createdAtTo };
+const cases: [string, keyof typeof repos, Record<string, string>][] = [
+  ["customers", "customers", {}],
+  ["customers-window", "customers", window],
+  ["customers-id-variant", "customers", { id: f.variantId }],
+  ["invoices", "invoices", {}],
+  ["invoices-window", "invoices", window],
+  ["invoices-id-variant", "invoices", { id: f.variantId }],
+  ["invoices-id-customer", "invoices", { id: f.customerId }],
+];
+if (args["popular-variant"]) {
+  const best = buildPools(BENCH_SEED).variants.values[0]!.id;
+  cases.push(["customers-id-best-seller", "customers", { id: best }], ["invoices-id-best-seller", "invoices", { id: best }]);
+}
+
+const runs = Number(args.runs);
+process.stdout.write(`${customers.toLocaleString("en-US")} customers; cache_size ${String(handle.pragma("cache_size", { simple: true }))}, mmap_size ${String(handle.pragma("mmap_size", { simple: true }))}\n`);
+for (const [name, list, query] of cases) {
+  const q = parseListQuery({ limit: 100, ...query });
+  const call = () => (list === "customers" ? repos.customers.list(dataset.storeId, q) : repos.invoices.list(dataset.storeId, q));
+  const slow = name.includes("best-seller");
+  const n = slow ? 3 : runs;
+  await call(); // warm the caches
+  statements.length = 0;
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await call();
+  const total = (performance.now() - started) / n;
+  const inSql = statements.reduce((sum, s) => sum + s.ms, 0) / n;
+  process.stdout.write(`${name.padEnd(26)} ${total.toFixed(2).padStart(8)} ms per page, ${inSql.toFixed(2).padStart(8)} ms in SQL\n`);
+  if (!args.plans) continue;
+  const perStatement = statements.length / n;
+  for (const s of statements.slice(0, perStatement)) {
+    const avg = statements.filter((x) => x.sql === s.sql).reduce((sum, x) => sum + x.ms, 0) / n;
+    process.stdout.write(`    ${avg.toFixed(2).padStart(8)} ms  ${s.sql.replace(/(\?, ){3,}\?/g, "?, …").slice(0, 150)}\n`);
+    const plan = handle.prepare(`explain query plan ${s.sql}`).all(...(s.parameters as unknown[])) as { detail: string }[];
+    for (const row of plan) process.stdout.write(`                 ${row.detail}\n`);
+  }
+}
