@@ -5,6 +5,7 @@
 //
 //   node bench/read-api/run.ts [--sizes 100000,1000000] [--dialect sqlite|postgres] [--rounds 3] [--duration 5]
 //     [--cases customers,invoices-window] [--sqlite-cache-kib 262144]  (a what-if: larger SQLite page cache)
+//     [--pipeline]  (also the page from memory behind the list route's hooks: key, rate limit, query schema)
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -14,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { type BenchDialect, type Dataset, databaseUrl, ensureDataset } from "./dataset.ts";
-import { type BenchCase, type ServerReady, type ServerRequest, memoryPath } from "./server.ts";
+import { type BenchCase, type ServerReady, type ServerRequest, memoryPath, pipelinePath } from "./server.ts";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -28,6 +29,7 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "32" },
     cases: { type: "string", default: "" },
     "sqlite-cache-kib": { type: "string", default: "" },
+    pipeline: { type: "boolean", default: false },
   },
 });
 const sizes = args.sizes.split(",").map((s) => Number(s.replace(/_/g, "")));
@@ -90,7 +92,7 @@ async function startServer(d: Dataset, cases: BenchCase[]): Promise<{ child: Chi
     },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
-  child.send({ storeId: d.storeId, cases } satisfies ServerRequest);
+  child.send({ storeId: d.storeId, cases, pipeline: args.pipeline } satisfies ServerRequest);
   const [message] = (await Promise.race([
     once(child, "message"),
     once(child, "exit").then(([code]) => {
@@ -107,6 +109,8 @@ interface CaseResult {
   bytes: number;
   list: { rps: number; p99: number; rounds: Sample[] };
   memory: { rps: number; p99: number; rounds: Sample[] };
+  /** With --pipeline: the page from memory behind the list route's hooks. */
+  pipeline: { rps: number; p99: number; rounds: Sample[] } | null;
   ratio: number;
 }
 
@@ -117,7 +121,7 @@ interface Target {
   child: ChildProcess;
   ready: ServerReady;
   base: string;
-  samples: Map<string, { list: Sample[]; memory: Sample[] }>;
+  samples: Map<string, { list: Sample[]; memory: Sample[]; pipeline: Sample[] }>;
 }
 
 /**
@@ -136,12 +140,17 @@ async function settle(base: string): Promise<void> {
 
 const urlOf = (t: Target, c: BenchCase) => `${t.base}/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`;
 
-async function measure(t: Target, c: BenchCase, seconds: number): Promise<{ list: Sample; memory: Sample }> {
+async function measure(t: Target, c: BenchCase, seconds: number): Promise<{ list: Sample; memory: Sample; pipeline: Sample | null }> {
   const list = await load(urlOf(t, c), { authorization: t.ready.key }, seconds);
   await settle(t.base);
   const memory = await load(t.base + memoryPath(c), {}, seconds);
   await settle(t.base);
-  return { list, memory };
+  let pipeline: Sample | null = null;
+  if (args.pipeline) {
+    pipeline = await load(t.base + pipelinePath(c), { authorization: t.ready.key }, seconds);
+    await settle(t.base);
+  }
+  return { list, memory, pipeline };
 }
 
 // Every dataset first (seeding what is missing), then one server per size, all started before measuring:
@@ -161,7 +170,7 @@ try {
       child,
       ready,
       base: `http://127.0.0.1:${ready.port}`,
-      samples: new Map(cases.map((c) => [c.name, { list: [], memory: [] }])),
+      samples: new Map(cases.map((c) => [c.name, { list: [], memory: [], pipeline: [] }])),
     });
   }
   log(`warming up (${warmup} s per route) …`);
@@ -169,11 +178,13 @@ try {
   for (let r = 1; r <= rounds; r++) {
     for (const c of targets[0]!.cases) {
       for (const t of targets) {
-        const { list, memory } = await measure(t, c, duration);
+        const { list, memory, pipeline } = await measure(t, c, duration);
         t.samples.get(c.name)!.list.push(list);
         t.samples.get(c.name)!.memory.push(memory);
+        if (pipeline) t.samples.get(c.name)!.pipeline.push(pipeline);
         log(
-          `round ${r}/${rounds} ${t.customers.toLocaleString("en-US").padStart(9)} ${c.name.padEnd(22)} list ${list.rps.toFixed(0).padStart(5)} req/s p99 ${String(list.p99).padStart(5)} ms | memory ${memory.rps.toFixed(0).padStart(5)} req/s p99 ${String(memory.p99).padStart(5)} ms`,
+          `round ${r}/${rounds} ${t.customers.toLocaleString("en-US").padStart(9)} ${c.name.padEnd(22)} list ${list.rps.toFixed(0).padStart(5)} req/s p99 ${String(list.p99).padStart(5)} ms | memory ${memory.rps.toFixed(0).padStart(5)} req/s p99 ${String(memory.p99).padStart(5)} ms` +
+            (pipeline ? ` | pipeline ${pipeline.rps.toFixed(0).padStart(5)} req/s` : ""),
         );
       }
     }
@@ -192,6 +203,7 @@ const results = targets.map((t) => ({
     const s = t.samples.get(c.name)!;
     const list = { rps: median(s.list.map((x) => x.rps)), p99: median(s.list.map((x) => x.p99)), rounds: s.list };
     const memory = { rps: median(s.memory.map((x) => x.rps)), p99: median(s.memory.map((x) => x.p99)), rounds: s.memory };
+    const pipeline = s.pipeline.length === 0 ? null : { rps: median(s.pipeline.map((x) => x.rps)), p99: median(s.pipeline.map((x) => x.p99)), rounds: s.pipeline };
     return {
       name: c.name,
       path: `/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`,
@@ -199,6 +211,7 @@ const results = targets.map((t) => ({
       bytes: Math.round(median(s.list.map((x) => x.bytesPerRequest))),
       list,
       memory,
+      pipeline,
       ratio: list.rps / memory.rps,
     };
   }),
@@ -207,12 +220,16 @@ const results = targets.map((t) => ({
 // Markdown for bench/README.md.
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const lines: string[] = [];
-lines.push(`| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |`);
-lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|`);
+const withPipeline = args.pipeline;
+lines.push(
+  `| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |${withPipeline ? " pipeline req/s | pipeline p99 ms |" : ""}`,
+);
+lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|${withPipeline ? "---:|---:|" : ""}`);
 for (const r of results) {
   for (const c of r.cases) {
     lines.push(
-      `| ${fmt(r.customers)} | ${c.name} | ${c.elements} | ${(c.bytes / 1024).toFixed(0)} | ${fmt(c.list.rps)} | ${c.list.p99} | ${fmt(c.memory.rps)} | ${c.memory.p99} | ${c.ratio.toFixed(2)} |`,
+      `| ${fmt(r.customers)} | ${c.name} | ${c.elements} | ${(c.bytes / 1024).toFixed(0)} | ${fmt(c.list.rps)} | ${c.list.p99} | ${fmt(c.memory.rps)} | ${c.memory.p99} | ${c.ratio.toFixed(2)} |` +
+        (c.pipeline ? ` ${fmt(c.pipeline.rps)} | ${c.pipeline.p99} |` : ""),
     );
   }
 }
@@ -240,6 +257,7 @@ const report = {
   settings: { dialect, rounds, duration, warmup, connections, sqliteCacheKiB: args["sqlite-cache-kib"] || "default" },
   results,
 };
-const file = path.join(resultsDir, `${dialect}${args["sqlite-cache-kib"] ? `-cache${args["sqlite-cache-kib"]}` : ""}-latest.json`);
+const variant = `${args["sqlite-cache-kib"] ? `-cache${args["sqlite-cache-kib"]}` : ""}${args.pipeline ? "-pipeline" : ""}${args.cases ? "-some-cases" : ""}`;
+const file = path.join(resultsDir, `${dialect}${variant}-latest.json`);
 writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
 log(`done in ${report.minutes} min; results in ${path.relative(process.cwd(), file)}`);

@@ -8,6 +8,7 @@ import { ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
 import { ListInvoicesSchema } from "../../src/invoices/invoices.schemas.ts";
 import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/lib/list-query.ts";
 import { createServices } from "../../src/services.ts";
+import { requireApiKey } from "../../src/auth/api-key.hook.ts";
 
 export interface BenchCase {
   name: string;
@@ -18,6 +19,8 @@ export interface BenchCase {
 export interface ServerRequest {
   storeId: string;
   cases: BenchCase[];
+  /** Also serve each page from memory behind the list route's own hooks (key, rate limit, query schema). */
+  pipeline?: boolean;
 }
 
 export interface ServerReady {
@@ -28,6 +31,7 @@ export interface ServerReady {
 }
 
 export const memoryPath = (c: BenchCase): string => `/bench/memory/${c.name}`;
+export const pipelinePath = (c: BenchCase): string => `/bench/pipeline/${c.name}?${new URLSearchParams(c.query).toString()}`;
 
 async function start(request: ServerRequest): Promise<FastifyInstance> {
   const config = loadConfig(process.env);
@@ -43,16 +47,29 @@ async function start(request: ServerRequest): Promise<FastifyInstance> {
   for (const c of request.cases) {
     const q = parseListQuery(c.query as ListQueryInput);
     const pagination = (next: Parameters<typeof encodeCursor>[0] | null) => ({ limit: q.limit, nextCursor: next === null ? null : encodeCursor(next) });
+    const schema = c.list === "customers" ? ListCustomersSchema : ListInvoicesSchema;
+    let page: unknown;
     if (c.list === "customers") {
       const { customers, next } = await services.customers.list(request.storeId, q);
-      const page = { data: { customers }, pagination: pagination(next) };
+      page = { data: { customers }, pagination: pagination(next) };
       pageSizes[c.name] = customers.length;
-      app.get(memoryPath(c), { schema: { response: ListCustomersSchema.response } }, async () => page);
     } else {
       const { invoices, next } = await services.invoices.list(request.storeId, q);
-      const page = { data: { invoices }, pagination: pagination(next) };
+      page = { data: { invoices }, pagination: pagination(next) };
       pageSizes[c.name] = invoices.length;
-      app.get(memoryPath(c), { schema: { response: ListInvoicesSchema.response } }, async () => page);
+    }
+    app.get(memoryPath(c), { schema: { response: schema.response } }, async () => page);
+    if (request.pipeline) {
+      // Everything the list route does except reading the database: what the queries and assembly cost is
+      // the difference between this route and the list route.
+      app.get(
+        memoryPath(c).replace("/memory/", "/pipeline/"),
+        { schema, onRequest: requireApiKey(services.stores, `${c.list}:read`), config: { rateLimit: services.readRateLimit } },
+        async (req) => {
+          parseListQuery(req.query as ListQueryInput);
+          return page;
+        },
+      );
     }
   }
 

@@ -156,14 +156,13 @@ export class LuaRuntime {
   }
 
   /** The compiled chunk of a source the pool numbered; compiled once, then kept (least recently used first out). */
-  private chunk(sourceId: number, source: string | null): CompileResult | null {
+  private chunk(sourceId: number, source: string): CompileResult {
     const cached = this.chunks.get(sourceId);
     if (cached !== undefined) {
       this.chunks.delete(sourceId);
       this.chunks.set(sourceId, cached);
       return cached;
     }
-    if (source === null) return null;
     const compiled = this.compile(source);
     this.chunks.set(sourceId, compiled);
     if (this.chunks.size > CHUNK_CACHE_SIZE) {
@@ -174,11 +173,9 @@ export class LuaRuntime {
     return compiled;
   }
 
-  /** Runs one job; null when the pool sent a source id this state no longer knows (it then sends the source). */
-  run(job: RunJob): RunResult | null {
+  run(job: RunJob): RunResult {
     const { m, api, L, limits } = this;
     const chunk = this.chunk(job.sourceId, job.source);
-    if (chunk === null) return null;
     if (!chunk.ok) {
       const kind = chunk.outOfMemory ? "memory_limit" : "script_error";
       return { result: { kind, message: chunk.message, line: chunk.line, cpuMs: 0 }, retire: false };

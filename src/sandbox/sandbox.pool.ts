@@ -3,18 +3,25 @@
 // wall time (timer), CPU time (the worker thread's own CPU clock, read from /proc), and crashes.
 // A run past a limit is answered at once and its worker is terminated and replaced; the main thread
 // also performs the host calls (getInvoice, fetch) and hands the answers back to the parked worker.
+//
+// Jobs are pipelined: a worker may hold a few queued jobs behind the one it runs, so it never waits
+// for the (busy) HTTP event loop between two runs. A queued job is taken back (CTL_CLAIM) and given
+// to another worker when the running one blocks on a host call or runs long, and it is never lost or
+// run twice when a worker is terminated.
 import { closeSync, openSync, readSync } from "node:fs";
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { createFetcher, type Fetcher } from "./fetch.client.ts";
 import { resolveLimits } from "./sandbox.limits.ts";
 import {
   CPU_START_BYTE,
+  CTL_CLAIM,
   CTL_HOST,
   CTL_JOB,
   CTL_PARKED,
   CTL_RUN,
   readLogs,
   sharedBufferSize,
+  withOverflowNotice,
   type CheckJob,
   type FetchReply,
   type FetchRequest,
@@ -44,9 +51,15 @@ const MAX_MESSAGE = 4096;
 const START_ALLOWANCE_MS = 2_000;
 /** Without a per-thread CPU clock the budget is judged on wall time minus host waits, with this much slack. */
 const WALL_CPU_FACTOR = 2;
+/** Jobs a worker may hold: the one it runs and the ones queued behind it. */
+const PIPELINE_DEPTH = 3;
+/** A run longer than this stops being a good one to queue behind: its queued jobs go elsewhere. */
+const STALL_MS = 5;
+/** CTL_CLAIM value that no job sequence reaches: a worker being replaced claims nothing more. */
+const FROZEN = 0x3fffffff;
 
-type RunSpec = Omit<RunJob, "runId" | "sourceId" | "source"> & { source: string };
-type JobSpec = RunSpec | Omit<CheckJob, "runId">;
+type RunSpec = Omit<RunJob, "runId" | "seq" | "sourceId">;
+type JobSpec = RunSpec | Omit<CheckJob, "runId" | "seq">;
 type Finish = (result: WorkerResult, logs: LogLine[], fetches: FetchRecord[], durationMs: number) => void;
 
 interface Pending {
@@ -57,9 +70,12 @@ interface Pending {
   queueTimer: NodeJS.Timeout | null;
 }
 
+/** A job handed to a worker: queued there, or running when it is the first of the slot's list. */
 interface Active {
   runId: number;
+  seq: number;
   pending: Pending;
+  /** When it became the slot's first job (its wall time counts from there). */
   startedAt: number;
   hostSince: number | null;
   hostTotal: number;
@@ -67,7 +83,7 @@ interface Active {
   fetchCount: number;
   /** Created by the first fetch: aborting it ends that run's network traffic. */
   abort: AbortController | null;
-  /** One timer per run: the next moment a limit (wall time, CPU budget) has to be looked at. */
+  /** One timer per running job: the next moment a limit (wall time, CPU, stall) has to be looked at. */
   timer: NodeJS.Timeout | null;
   settled: boolean;
 }
@@ -83,9 +99,12 @@ interface Slot {
   gone: boolean;
   cpuFd: number | null;
   cpuBuf: Buffer;
-  /** Source ids this worker has been sent (it keeps the compiled chunks). */
-  sources: Set<number>;
-  active: Active | null;
+  /** Seq of the last job posted to this worker. */
+  seq: number;
+  /** Jobs up to this seq were taken back: CTL_CLAIM holds it while the worker is still on its running job. */
+  revoked: number;
+  /** Jobs held by the worker, oldest (running) first. */
+  jobs: Active[];
 }
 
 export function createSandbox(limits?: Partial<SandboxLimits>, deps: SandboxDeps = {}): Sandbox {
@@ -132,8 +151,7 @@ class WorkerPool implements Sandbox {
       const finish: Finish = (result) => {
         if (result.kind === "compiled") resolve({ ok: true });
         else if (result.kind === "compile_error") resolve({ ok: false, message: result.message, line: result.line });
-        else if (result.kind === "ok") resolve({ ok: true });
-        else resolve({ ok: false, message: `the compile check did not finish: ${result.message}`, line: null });
+        else resolve({ ok: false, message: `the compile check did not finish: ${"message" in result ? result.message : result.kind}`, line: null });
       };
       this.enqueue({ job: { type: "check", source }, host: null, finish, queuedAt: performance.now(), queueTimer: null });
     });
@@ -142,13 +160,15 @@ class WorkerPool implements Sandbox {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const closedResult: WorkerResult = { kind: "killed", message: "the sandbox was closed", line: null, cpuMs: 0 };
     for (const pending of this.queue.splice(0)) {
       if (pending.queueTimer) clearTimeout(pending.queueTimer);
-      pending.finish({ kind: "killed", message: "the sandbox was closed", line: null, cpuMs: 0 }, [], [], 0);
+      pending.finish(closedResult, [], [], 0);
     }
     const exits: Promise<number>[] = [];
     for (const slot of [...this.slots]) {
-      if (slot.active) this.settle(slot, { kind: "killed", message: "the sandbox was closed", line: null, cpuMs: 0 });
+      const running = slot.jobs[0];
+      for (const job of slot.jobs.splice(0)) this.finishJob(job, closedResult, job === running ? readLogs(slot.shared, this.limits) : []);
       exits.push(this.discard(slot));
     }
     await Promise.all(exits);
@@ -157,14 +177,15 @@ class WorkerPool implements Sandbox {
 
   // ---- queue and dispatch ------------------------------------------------------------------------
 
-  private enqueue(pending: Pending): void {
+  private enqueue(pending: Pending, front = false): void {
     if (this.closed) {
       pending.finish({ kind: "killed", message: "the sandbox is closed", line: null, cpuMs: 0 }, [], [], 0);
       return;
     }
-    this.queue.push(pending);
+    if (front) this.queue.unshift(pending);
+    else this.queue.push(pending);
     this.dispatch();
-    if (this.queue.at(-1) !== pending) return; // started at once
+    if (!this.queue.includes(pending) || pending.queueTimer) return; // started, or already waiting with its timer
     // A run that cannot get a worker (all busy, or none able to start) fails instead of waiting forever.
     const patience = this.limits.wallMs + START_ALLOWANCE_MS;
     pending.queueTimer = setTimeout(() => {
@@ -175,13 +196,19 @@ class WorkerPool implements Sandbox {
     }, patience);
   }
 
+  /** Idle workers first; then queue behind runs that are short so far and not waiting on the host. */
   private dispatch(): void {
-    if (this.queue.length === 0) return;
-    for (const slot of this.slots) {
-      if (!slot.ready || slot.active || slot.gone) continue;
-      const pending = this.queue.shift();
-      if (!pending) return;
-      this.start(slot, pending);
+    while (this.queue.length > 0) {
+      let best: Slot | null = null;
+      for (const slot of this.slots) {
+        if (!slot.ready || slot.gone || slot.jobs.length >= PIPELINE_DEPTH) continue;
+        const head = slot.jobs[0];
+        if (head && (head.hostSince !== null || head.hostTotal > 0 || performance.now() - head.startedAt >= STALL_MS)) continue;
+        if (!best || slot.jobs.length < best.jobs.length) best = slot;
+        if (slot.jobs.length === 0) break;
+      }
+      if (!best) return;
+      this.give(best, this.queue.shift()!);
     }
   }
 
@@ -195,61 +222,87 @@ class WorkerPool implements Sandbox {
     return id;
   }
 
-  private start(slot: Slot, pending: Pending): void {
+  private give(slot: Slot, pending: Pending): void {
     if (pending.queueTimer) clearTimeout(pending.queueTimer);
-    const runId = this.nextRunId++;
-    const active: Active = { runId, pending, startedAt: performance.now(), hostSince: null, hostTotal: 0, fetches: [], fetchCount: 0, abort: null, timer: null, settled: false };
-    slot.active = active;
-    slot.worker.ref();
-    this.post(slot, active);
-    this.watch(slot, active, Math.min(this.limits.cpuMs, this.limits.wallMs));
+    pending.queueTimer = null;
+    const job: Active = { runId: this.nextRunId++, seq: ++slot.seq, pending, startedAt: 0, hostSince: null, hostTotal: 0, fetches: [], fetchCount: 0, abort: null, timer: null, settled: false };
+    slot.jobs.push(job);
+    const spec = pending.job;
+    if (spec.type === "check") {
+      slot.jobPort.postMessage({ ...spec, runId: job.runId, seq: job.seq } satisfies CheckJob);
+    } else {
+      // Each worker gets its own copy, transferred (the job may be taken back and given to another worker).
+      const body = new Uint8Array(spec.body);
+      const message: RunJob = { ...spec, body, sourceId: this.sourceId(spec.source), runId: job.runId, seq: job.seq };
+      slot.jobPort.postMessage(message, [body.buffer as ArrayBuffer]);
+    }
+    if (slot.jobs.length === 1) {
+      slot.worker.ref();
+      this.begin(slot, job);
+    } else if (slot.jobs.length === 2) {
+      // Something now waits behind the running job: look at it again when it would count as stalled.
+      const head = slot.jobs[0]!;
+      if (head.timer) clearTimeout(head.timer);
+      this.watch(slot, head, head.startedAt + STALL_MS - performance.now());
+    }
     const { ctl } = slot;
     Atomics.store(ctl, CTL_JOB, 1);
     if (Atomics.load(ctl, CTL_PARKED) === 1) Atomics.notify(ctl, CTL_JOB);
   }
 
-  private post(slot: Slot, active: Active): void {
-    const job = active.pending.job;
-    if (job.type === "check") {
-      slot.jobPort.postMessage({ ...job, runId: active.runId });
-      return;
-    }
-    const sourceId = this.sourceId(job.source);
-    const send = !slot.sources.has(sourceId);
-    if (send) slot.sources.add(sourceId);
-    const message: RunJob = { ...job, source: send ? job.source : null, sourceId, runId: active.runId };
-    // The body is a private copy (see toRunJob): hand its memory over instead of copying it again.
-    slot.jobPort.postMessage(message, [job.body.buffer as ArrayBuffer]);
+  /** The job is now the worker's first: its clocks start. */
+  private begin(slot: Slot, job: Active): void {
+    job.startedAt = performance.now();
+    const first = Math.min(this.limits.cpuMs, this.limits.wallMs, slot.jobs.length > 1 ? STALL_MS : Number.POSITIVE_INFINITY);
+    this.watch(slot, job, first);
   }
 
-  private watch(slot: Slot, active: Active, delay: number): void {
-    active.timer = setTimeout(() => this.inspect(slot, active), Math.max(1, delay));
+  private watch(slot: Slot, job: Active, delay: number): void {
+    job.timer = setTimeout(() => this.inspect(slot, job), Math.max(1, delay));
   }
 
-  /** Looks at a run's wall time and CPU time; kills it past either, else looks again when it could be. */
-  private inspect(slot: Slot, active: Active): void {
-    if (active.settled || slot.active !== active) return;
+  /** Takes back the jobs queued behind the running one (unless the worker already claimed them) and queues them again. */
+  private reclaim(slot: Slot): void {
+    const head = slot.jobs[0];
+    if (!head || slot.jobs.length < 2) return;
+    const last = slot.jobs.at(-1)!.seq;
+    const claimed = Math.max(head.seq, slot.revoked);
+    if (Atomics.compareExchange(slot.ctl, CTL_CLAIM, claimed, last) !== claimed) return; // the worker moved on: let it
+    slot.revoked = last;
+    const taken = slot.jobs.splice(1);
+    for (let i = taken.length - 1; i >= 0; i--) this.enqueue(taken[i]!.pending, true);
+  }
+
+  /** Looks at the running job: wall time, CPU time, and whether jobs queued behind it should move. */
+  private inspect(slot: Slot, job: Active): void {
+    job.timer = null;
+    if (job.settled || slot.jobs[0] !== job) return;
     const { cpuMs, wallMs } = this.limits;
     const now = performance.now();
-    const wallLeft = active.startedAt + wallMs - now;
-    if (wallLeft <= 0) {
-      this.kill(slot, active, "timeout", `the run exceeded its wall time of ${wallMs} ms`);
+    const running = Atomics.load(slot.ctl, CTL_RUN) === job.runId;
+    if (slot.jobs.length > 1 && now - job.startedAt >= STALL_MS) this.reclaim(slot);
+    const wallLeft = job.startedAt + wallMs - now;
+    if (wallLeft <= 0 && running) {
+      this.kill(slot, job, "timeout", `the run exceeded its wall time of ${wallMs} ms`);
       return;
     }
-    let cpuLeft: number;
-    const nowNs = readCpuNs(slot);
+    let cpuLeft = cpuMs;
+    const nowNs = running ? readCpuNs(slot) : null;
     if (nowNs !== null) {
-      // The worker records its CPU clock when it starts a run; until then nothing has been spent.
-      cpuLeft = Atomics.load(slot.ctl, CTL_RUN) === active.runId ? cpuMs - (nowNs / 1000 - slot.cpuStart[0]!) / 1000 : cpuMs;
-    } else {
-      const hostNow = active.hostSince === null ? 0 : now - active.hostSince;
-      cpuLeft = cpuMs * WALL_CPU_FACTOR - (now - active.startedAt - active.hostTotal - hostNow);
+      cpuLeft = cpuMs - (nowNs / 1000 - slot.cpuStart[0]!) / 1000;
+    } else if (running && slot.cpuFd === null) {
+      const hostNow = job.hostSince === null ? 0 : now - job.hostSince;
+      cpuLeft = cpuMs * WALL_CPU_FACTOR - (now - job.startedAt - job.hostTotal - hostNow);
     }
     if (cpuLeft <= 0) {
-      this.kill(slot, active, "timeout", `the script used more than its CPU budget of ${cpuMs} ms`);
+      this.kill(slot, job, "timeout", `the script used more than its CPU budget of ${cpuMs} ms`);
       return;
     }
-    this.watch(slot, active, Math.min(wallLeft, Math.max(2, cpuLeft)));
+    // Not running means finished (its answer is on the way) or about to start: look again shortly.
+    let next = running ? Math.min(Math.max(wallLeft, 1), Math.max(2, cpuLeft)) : 2;
+    // Timers may fire a little early: jobs still queued behind are looked at again when it is stalled.
+    if (slot.jobs.length > 1) next = Math.min(next, Math.max(1, job.startedAt + STALL_MS - now));
+    this.watch(slot, job, next);
   }
 
   // ---- worker lifecycle --------------------------------------------------------------------------
@@ -278,8 +331,9 @@ class WorkerPool implements Sandbox {
       gone: false,
       cpuFd: null,
       cpuBuf: Buffer.alloc(96),
-      sources: new Set(),
-      active: null,
+      seq: 0,
+      revoked: 0,
+      jobs: [],
     };
     this.slots.add(slot);
     worker.on("message", (message: WorkerMessage) => this.onMessage(slot, message));
@@ -288,6 +342,7 @@ class WorkerPool implements Sandbox {
   }
 
   private onMessage(slot: Slot, message: WorkerMessage): void {
+    if (slot.gone) return;
     switch (message.type) {
       case "ready":
         slot.ready = true;
@@ -297,24 +352,18 @@ class WorkerPool implements Sandbox {
         this.dispatch();
         return;
       case "done": {
-        const active = slot.active;
-        if (!active || active.runId !== message.runId || active.settled) return;
-        this.settle(slot, message.result);
+        const job = slot.jobs[0];
+        if (!job || job.runId !== message.runId || job.settled) return;
+        slot.jobs.shift();
+        this.finishJob(job, message.result, withOverflowNotice(message.logs, message.logOverflow, this.limits));
         if (message.retire) {
           this.replace(slot);
-        } else {
-          slot.worker.unref();
-          this.dispatch();
+          return;
         }
-        return;
-      }
-      case "need_source": {
-        const active = slot.active;
-        if (!active || active.runId !== message.job.runId || active.settled || active.pending.job.type !== "run") return;
-        const job: RunJob = { ...message.job, source: active.pending.job.source };
-        slot.jobPort.postMessage(job, [job.body.buffer as ArrayBuffer]);
-        Atomics.store(slot.ctl, CTL_JOB, 1);
-        if (Atomics.load(slot.ctl, CTL_PARKED) === 1) Atomics.notify(slot.ctl, CTL_JOB);
+        const next = slot.jobs[0];
+        if (next) this.begin(slot, next);
+        else slot.worker.unref();
+        this.dispatch();
         return;
       }
       case "host":
@@ -326,19 +375,42 @@ class WorkerPool implements Sandbox {
   /** Unexpected end of a worker (crash, out-of-memory, failed start). */
   private onExit(slot: Slot, why: string): void {
     if (slot.gone) return;
-    if (slot.active) this.settle(slot, { kind: "killed", message: why, line: null, cpuMs: 0 });
     if (!slot.ready) this.startupFailures++;
-    this.replace(slot);
+    this.replace(slot, { kind: "killed", message: why, line: null, cpuMs: 0 });
   }
 
-  private kill(slot: Slot, active: Active, kind: "timeout" | "killed", message: string): void {
-    if (active.settled || slot.active !== active) return;
-    this.settle(slot, { kind, message, line: null, cpuMs: cpuSpent(slot, active) }, Atomics.load(slot.ctl, CTL_RUN) === active.runId);
-    this.replace(slot);
+  private kill(slot: Slot, job: Active, kind: "timeout" | "killed", message: string): void {
+    if (job.settled || slot.jobs[0] !== job) return;
+    // Freeze the worker's queue first; if it already moved past this job, the job ended in time.
+    const claimed = Math.max(job.seq, slot.revoked);
+    if (Atomics.compareExchange(slot.ctl, CTL_CLAIM, claimed, FROZEN) !== claimed) return;
+    if (Atomics.load(slot.ctl, CTL_RUN) !== job.runId) {
+      Atomics.store(slot.ctl, CTL_CLAIM, claimed); // finished a moment ago: its answer is on the way
+      return;
+    }
+    this.replace(slot, { kind, message, line: null, cpuMs: cpuSpent(slot, job) }, job.seq);
   }
 
-  private replace(slot: Slot): void {
+  /**
+   * Terminates the slot's worker and starts another. The jobs it had claimed end with `result` (when
+   * given); the ones it had not claimed go back to the queue, untouched.
+   */
+  private replace(slot: Slot, result?: WorkerResult, claimedSeq?: number): void {
+    if (slot.gone) return;
+    const exchanged = Atomics.exchange(slot.ctl, CTL_CLAIM, FROZEN); // the worker claims nothing more
+    const claimed = claimedSeq ?? exchanged;
+    const jobs = slot.jobs.splice(0);
     void this.discard(slot);
+    for (let i = jobs.length - 1; i >= 0; i--) {
+      const job = jobs[i]!;
+      if (job.seq > claimed) {
+        if (job.timer) clearTimeout(job.timer);
+        this.enqueue(job.pending, true);
+      } else if (result) {
+        const running = Atomics.load(slot.ctl, CTL_RUN) === job.runId;
+        this.finishJob(job, result, running ? readLogs(slot.shared, this.limits) : []);
+      }
+    }
     if (this.closed) return;
     // A worker that cannot even start (broken install) must not turn into a tight restart loop.
     const delay = this.startupFailures === 0 ? 0 : Math.min(5_000, 50 * 2 ** Math.min(this.startupFailures, 7));
@@ -357,33 +429,30 @@ class WorkerPool implements Sandbox {
     return slot.worker.terminate();
   }
 
-  /** Ends the active run. `logsValid`: the log area holds this run's lines (false if it never started). */
-  private settle(slot: Slot, result: WorkerResult, logsValid = true): void {
-    const active = slot.active;
-    if (!active || active.settled) return;
-    active.settled = true;
-    slot.active = null;
-    if (active.timer) clearTimeout(active.timer);
-    active.abort?.abort();
-    const logs = active.pending.job.type === "run" && logsValid ? readLogs(slot.shared, this.limits) : [];
-    active.pending.finish(result, logs, active.fetches, performance.now() - active.startedAt);
+  private finishJob(job: Active, result: WorkerResult, logs: LogLine[]): void {
+    if (job.settled) return;
+    job.settled = true;
+    if (job.timer) clearTimeout(job.timer);
+    job.abort?.abort();
+    job.pending.finish(result, job.pending.job.type === "run" ? logs : [], job.fetches, job.startedAt ? performance.now() - job.startedAt : 0);
   }
 
   // ---- host calls --------------------------------------------------------------------------------
 
   private async onHostCall(slot: Slot, runId: number, call: HostCall): Promise<void> {
-    const active = slot.active;
-    if (!active || active.runId !== runId || active.settled) return;
-    active.hostSince = performance.now();
+    const job = slot.jobs[0];
+    if (!job || job.runId !== runId || job.settled) return;
+    job.hostSince = performance.now();
+    this.reclaim(slot); // nothing should wait behind a run that waits on the network or the database
     let reply: FetchReply | InvoiceReply;
     try {
-      reply = call.op === "invoice" ? await this.invoice(active, call.id) : await this.fetch(active, call.request);
+      reply = call.op === "invoice" ? await this.invoice(job, call.id) : await this.fetch(job, call.request);
     } catch (err) {
       reply = { ok: false, error: `host call failed: ${err instanceof Error ? err.message : String(err)}` };
     }
-    if (active.settled || slot.active !== active) return;
-    active.hostTotal += performance.now() - active.hostSince;
-    active.hostSince = null;
+    if (job.settled || slot.jobs[0] !== job) return;
+    job.hostTotal += performance.now() - job.hostSince;
+    job.hostSince = null;
     slot.replyPort.postMessage({ runId, reply });
     Atomics.store(slot.ctl, CTL_HOST, 1);
     Atomics.notify(slot.ctl, CTL_HOST);
@@ -427,8 +496,8 @@ function toRunJob(input: RunInput): RunSpec {
     type: "run",
     source: input.source,
     method: String(request.method ?? "POST"),
-    // A private copy of exactly the body's bytes (a Buffer may be a view into a larger pooled buffer), transferred to the worker.
-    body: Uint8Array.prototype.slice.call(body),
+    // A private copy of exactly the body's bytes (a Buffer may be a view into a larger pooled buffer).
+    body: new Uint8Array(body),
     headers: pairs(request.headers, true),
     query: pairs(request.query, false),
     storeId: String(input.store.id),

@@ -14,8 +14,10 @@ export interface WorkerInit {
 export interface RunJob {
   type: "run";
   runId: number;
-  /** Sent once per worker and source; later runs of the same source send only `sourceId`. */
-  source: string | null;
+  /** Position in the worker's job sequence: the worker claims job `seq` only if it claimed `seq - 1` last (CTL_CLAIM). */
+  seq: number;
+  source: string;
+  /** Numbers a source for the worker's cache of compiled chunks. */
   sourceId: number;
   method: string;
   body: Uint8Array;
@@ -30,6 +32,7 @@ export interface RunJob {
 export interface CheckJob {
   type: "check";
   runId: number;
+  seq: number;
   source: string;
 }
 
@@ -44,8 +47,7 @@ export type WorkerResult =
 /** Worker → main, over the worker's parentPort. */
 export type WorkerMessage =
   | { type: "ready"; tid: number | null }
-  | { type: "done"; runId: number; result: WorkerResult; retire: boolean }
-  | { type: "need_source"; job: RunJob }
+  | { type: "done"; runId: number; result: WorkerResult; logs: LogLine[]; logOverflow: boolean; retire: boolean }
   | { type: "host"; runId: number; call: HostCall };
 
 export type HostCall =
@@ -77,6 +79,12 @@ export const CTL_LOG_COUNT = 2;
 export const CTL_LOG_END = 3; // byte offset after the last record
 export const CTL_LOG_OVERFLOW = 4;
 export const CTL_RUN = 5; // the runId the worker is running, 0 between runs
+/**
+ * The seq of the last job the worker claimed. The worker claims job s with compareExchange(s-1 → s);
+ * the pool takes queued jobs back with compareExchange(running → last posted), after which the
+ * worker skips them. Either side wins, never both.
+ */
+export const CTL_CLAIM = 7;
 export const CTL_PARKED = 6; // 1 while the worker sleeps in Atomics.wait for a job (only then does a job need a notify)
 /** Byte offset of a Float64: the worker thread's CPU time (µs) when the running run started. */
 export const CPU_START_BYTE = 32;
@@ -119,17 +127,25 @@ export class LogWriter {
     this.maxBytes = limits.maxLogBytes;
   }
 
+  /** The run's lines, sent with its result; the shared copy only matters if the worker is terminated. */
+  lines: LogLine[] = [];
+  overflowed = false;
+
   reset(): void {
     Atomics.store(this.ctl, CTL_LOG_COUNT, 0);
     Atomics.store(this.ctl, CTL_LOG_END, LOG_START);
     Atomics.store(this.ctl, CTL_LOG_OVERFLOW, 0);
+    this.lines = [];
+    this.overflowed = false;
   }
 
   write(description: Uint8Array, type: LogType): void {
     const text = truncateUtf8(description, this.maxBytes);
+    const time = Date.now();
+    this.lines.push({ description: decoder.decode(text), type, at: new Date(time).toISOString() });
     const at = Atomics.load(this.ctl, CTL_LOG_END);
     if (at + RECORD_HEADER + text.length > this.bytes.length) return;
-    this.view.setFloat64(at, Date.now(), true);
+    this.view.setFloat64(at, time, true);
     this.view.setUint8(at + 8, TYPE_CODES[type]);
     this.view.setUint32(at + 12, text.length, true);
     this.bytes.set(text, at + RECORD_HEADER);
@@ -139,8 +155,22 @@ export class LogWriter {
   }
 
   overflow(): void {
+    this.overflowed = true;
     Atomics.store(this.ctl, CTL_LOG_OVERFLOW, 1);
   }
+}
+
+/** Past the line limit the last line says that lines were dropped. */
+export function withOverflowNotice(lines: LogLine[], overflowed: boolean, limits: SandboxLimits): LogLine[] {
+  if (!overflowed || limits.maxLogLines === 0) return lines;
+  const notice: LogLine = {
+    description: `log limit of ${limits.maxLogLines} lines reached; further lines were dropped`,
+    type: "warning",
+    at: lines.at(-1)?.at ?? new Date().toISOString(),
+  };
+  if (lines.length >= limits.maxLogLines) lines[lines.length - 1] = notice;
+  else lines.push(notice);
+  return lines;
 }
 
 /** Main side: the log lines of the run that just ended (or whose worker was just terminated). */
@@ -160,14 +190,5 @@ export function readLogs(shared: SharedArrayBuffer, limits: SandboxLimits): LogL
     const next = at + RECORD_HEADER + length;
     at = next + ((8 - (next % 8)) % 8);
   }
-  if (Atomics.load(ctl, CTL_LOG_OVERFLOW) === 1 && limits.maxLogLines > 0) {
-    const notice: LogLine = {
-      description: `log limit of ${limits.maxLogLines} lines reached; further lines were dropped`,
-      type: "warning",
-      at: lines.at(-1)?.at ?? new Date().toISOString(),
-    };
-    if (lines.length >= limits.maxLogLines) lines[lines.length - 1] = notice;
-    else lines.push(notice);
-  }
-  return lines;
+  return withOverflowNotice(lines, Atomics.load(ctl, CTL_LOG_OVERFLOW) === 1, limits);
 }

@@ -8,6 +8,7 @@ import { LuaRuntime } from "./lua.runtime.ts";
 import type { HostBridge } from "./lua.host.ts";
 import {
   CPU_START_BYTE,
+  CTL_CLAIM,
   CTL_HOST,
   CTL_JOB,
   CTL_PARKED,
@@ -20,6 +21,7 @@ import {
   type Job,
   type WorkerInit,
   type WorkerMessage,
+  type WorkerResult,
 } from "./sandbox.protocol.ts";
 
 /**
@@ -96,30 +98,22 @@ post({ type: "ready", tid: threadId() });
 
 for (;;) {
   const job = nextJob();
+  // Claim the job unless the pool took it back (it was queued behind a run that blocked or ran long).
+  if (Atomics.compareExchange(ctl, CTL_CLAIM, job.seq - 1, job.seq) !== job.seq - 1) continue;
   currentRun = job.runId;
   if (job.type === "check") {
     const compiled = runtime.check(job.source);
-    post({
-      type: "done",
-      runId: job.runId,
-      result: compiled.ok ? { kind: "compiled" } : { kind: "compile_error", message: compiled.message, line: compiled.line },
-      retire: false,
-    });
+    const result: WorkerResult = compiled.ok ? { kind: "compiled" } : { kind: "compile_error", message: compiled.message, line: compiled.line };
+    post({ type: "done", runId: job.runId, result, logs: [], logOverflow: false, retire: false });
     continue;
   }
   logs.reset();
   const cpu0 = threadCpuUs();
   cpuStart[0] = cpu0;
   Atomics.store(ctl, CTL_RUN, job.runId); // published after the CPU start, which the pool reads only for this run
-  const outcome = runtime.run(job);
+  const { result, retire } = runtime.run(job);
   Atomics.store(ctl, CTL_RUN, 0);
-  if (outcome === null) {
-    // The pool sent a source id whose chunk this state has dropped: give the job back for its source.
-    port.postMessage({ type: "need_source", job } satisfies WorkerMessage, [job.body.buffer as ArrayBuffer]);
-    continue;
-  }
-  const { result, retire } = outcome;
   if ("cpuMs" in result) result.cpuMs = (threadCpuUs() - cpu0) / 1000;
-  post({ type: "done", runId: job.runId, result, retire });
+  post({ type: "done", runId: job.runId, result, logs: logs.lines, logOverflow: logs.overflowed, retire });
   if (retire) break; // the pool terminates this thread and starts a fresh one
 }

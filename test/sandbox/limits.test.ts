@@ -65,7 +65,7 @@ describe("time limits", () => {
 
   test("runs use the workers in parallel", async () => {
     const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000 });
-    await Promise.all([assertHealthy(sandbox), assertHealthy(sandbox)]);
+    for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(30)), run(sandbox, busy(30))]); // both workers started
     const started = performance.now();
     const outcomes = await Promise.all([run(sandbox, busy(200)), run(sandbox, busy(200))]);
     const elapsed = performance.now() - started;
@@ -77,6 +77,44 @@ describe("time limits", () => {
     const sandbox = sandboxWith({ poolSize: 1, wallMs: 100 }, { workerUrl: silentWorker });
     const outcome = await run(sandbox, `return {status="ignore"}`);
     expectError(outcome, "timeout", /no sandbox worker became free within 2100 ms/);
+  });
+});
+
+describe("jobs queued behind a running one", () => {
+  test("a run waiting on the host does not hold up the runs queued behind it", async () => {
+    const sandbox = sandboxWith({ poolSize: 2, wallMs: 5000, cpuMs: 1000 });
+    for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
+    const slowHost: SandboxHost = { getInvoice: () => new Promise((resolve) => setTimeout(() => resolve(null), 1500)) };
+    const slow = sandbox.run(input(`getInvoice("x") return {status="ignore"}`), slowHost);
+    const started = performance.now();
+    const quick = await Promise.all(Array.from({ length: 8 }, () => run(sandbox, `return {status="ignore"}`)));
+    const elapsed = performance.now() - started;
+    for (const outcome of quick) assert.ok(outcome.ok, JSON.stringify(outcome));
+    assert.ok(elapsed < 1000, `quick runs took ${elapsed} ms behind a 1500 ms host call`);
+    assert.ok((await slow).ok);
+  });
+
+  test("runs queued behind a runaway script move to another worker, and each runs exactly once", async () => {
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1500 });
+    for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
+    const seen: string[] = [];
+    const counting: SandboxHost = { getInvoice: (id) => (seen.push(id), Promise.resolve(null)) };
+    const runaway = run(sandbox, `while true do end`);
+    const started = performance.now();
+    const quick = await Promise.all(Array.from({ length: 12 }, (_, n) => sandbox.run(input(`getInvoice("job-${n}") return {status="ignore"}`), counting)));
+    const elapsed = performance.now() - started;
+    for (const outcome of quick) assert.ok(outcome.ok, JSON.stringify(outcome));
+    assert.ok(elapsed < 1000, `quick runs took ${elapsed} ms next to a runaway one (stopped at 1500 ms of CPU)`);
+    assert.deepEqual([...seen].sort(), Array.from({ length: 12 }, (_, n) => `job-${n}`).sort());
+    expectError(await runaway, "timeout");
+  });
+
+  test("with a single worker, a run queued behind a runaway one runs after it is stopped", async () => {
+    const sandbox = sandboxWith({ poolSize: 1, cpuMs: 150 });
+    await assertHealthy(sandbox);
+    const [runaway, next] = await Promise.all([run(sandbox, `while true do end`), run(sandbox, `return {status="ignore", invoiceId="after"}`)]);
+    expectError(runaway, "timeout");
+    assert.deepEqual(next.ok && next.result, { status: "ignore", invoiceId: "after" });
   });
 });
 
