@@ -5,6 +5,7 @@ import type { Kysely } from "kysely";
 import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
+import * as m0003 from "./migrations/0003_child_page_order.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -16,6 +17,7 @@ type MigrationModule = { up(db: Kysely<unknown>, ctx: MigrationContext): Promise
 const migrations: Record<string, MigrationModule> = {
   "0001_initial": m0001,
   "0002_plugins": m0002,
+  "0003_child_page_order": m0003,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
