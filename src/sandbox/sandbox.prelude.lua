@@ -48,7 +48,7 @@ local new_os = copier("os", { time = os.time, date = os.date, clock = os.clock }
 ---------------------------------------------------------------------------------------------------
 -- JSON, compatible with dkjson: same function names and options, `json.null`, decoded objects and
 -- arrays carry {__jsontype="object"|"array"} metatables so `{}` and `[]` survive a round trip,
--- empty plain tables encode as `[]`. Differences (documented in docs/sandbox.md): decode errors
+-- empty plain tables encode as `[]`. Differences (documented in docs/plugins.md, `json`): decode errors
 -- return `nil, message`; without a start position the whole string must be one JSON value.
 ---------------------------------------------------------------------------------------------------
 
@@ -211,6 +211,11 @@ local function decode(str, pos, nullval, ...)
   local objectmeta, arraymeta
   if select("#", ...) > 0 then
     objectmeta, arraymeta = ...
+    -- The host sets these metatables from C, past safe_setmetatable: the same rule applies here, or a
+    -- finalizer could run during a later run (another store's) on this Lua state.
+    for _, mt in ipairs({ objectmeta or false, arraymeta or false }) do
+      if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("__gc metamethods are not allowed in plugins", 2) end
+    end
   else
     objectmeta, arraymeta = { __jsontype = "object" }, { __jsontype = "array" }
   end

@@ -106,6 +106,8 @@ const cases: Case[] = [
   { name: "load of bytecode", source: `local f = assert(load("\\27LuaT\\0\\25\\147\\r\\n\\26\\n\\4\\8\\8xV\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0(w@\\1", "x", "b")) f()`, expect: scriptError(/attempt to load a binary chunk \(mode is 't'\)/) },
   { name: "a source that is a binary chunk (starts with \\27)", source: "\x1bLuaT\x00\x19\x93\r\n\x1a\n\x04\x08\x08", expect: scriptError(/attempt to load a binary chunk/) },
   { name: "finalizers (a __gc loop)", source: `setmetatable({}, {__gc = function() while true do end end}) collectgarbage()`, expect: scriptError(/__gc metamethods are not allowed/) },
+  { name: "finalizers through json.decode's object metatable", source: `json.decode("{}", 1, nil, {__gc = function() while true do end end}) collectgarbage()`, expect: scriptError(/__gc metamethods are not allowed/) },
+  { name: "finalizers through json.decode's array metatable", source: `json.decode("[]", 1, nil, nil, {__gc = function() log("finalizer ran") end}) collectgarbage()`, expect: scriptError(/__gc metamethods are not allowed/) },
   { name: "a __gc added after setmetatable never runs", source: `local mt = {} setmetatable({}, mt) mt.__gc = function() while true do end end collectgarbage() collectgarbage() return {status="ignore"}`, expect: (o) => assert.ok(o.ok) },
   { name: "a throwing __tostring on the error object", source: `error(setmetatable({}, {__tostring = function() error(setmetatable({}, {__tostring = function() error("again") end})) end}))`, expect: scriptError(/^\(error object is a table value\)$/) },
   { name: "the main thread closed from a coroutine", source: `coroutine.close(coroutine.running())`, expect: scriptError(/cannot close a running coroutine/) },
