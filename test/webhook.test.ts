@@ -2,7 +2,10 @@
 // the merchant's whole loop, every row of the state machine, every response code, duplicates and
 // concurrency, raw bytes, secrets, replay and simulation.
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { createPluginsService } from "../src/plugins/plugins.service.ts";
+import { createSecretBox } from "../src/plugins/secrets.ts";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "./helpers/harness.ts";
 import { SIGNED_PLUGIN, TEST_SECRET, deliver, deliverSigned, installPlugin, invoiceView, paymentSetup, sign } from "./helpers/webhook.ts";
 
@@ -333,6 +336,20 @@ for (const dialect of DIALECTS) {
       assert.equal(shown.catalog, "generic-hmac");
       expectStatus(await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/x`, { catalog: "no-such-plugin" }), 404);
       expectStatus(await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/${"bad name"}`, { source: "return {}" }), 400);
+    });
+
+    test("concurrent first installs of one plugin name all succeed: one creates it, the others add versions", async () => {
+      const store = await h.store();
+      // The service with a compile check that answers at once, so that every install reaches its
+      // transaction together (through HTTP the sandbox's check staggers them).
+      const plugins = createPluginsService(h.services.db.kysely, createSecretBox(randomBytes(32)), { check: () => ({ ok: true }) });
+      const sources = Array.from({ length: 8 }, (_, n) => `log("upload ${n}") return { status = "ignore" }`);
+      const results = await Promise.allSettled(sources.map((source) => plugins.install(store.id, "raced", { source })));
+      const done = results.map((r) => (r.status === "fulfilled" ? r.value : assert.fail(String(r.reason))));
+      assert.equal(done.filter((r) => r.created).length, 1, "exactly one upload created the installation");
+      assert.deepEqual(done.map((r) => r.version).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
+      const versions = (await h.admin("GET", `/api/admin/stores/${store.id}/plugins/raced/versions`)).json<{ data: Json[] }>().data;
+      assert.equal(versions.length, 8);
     });
 
     test("delivery retention removes deliveries older than DELIVERY_RETENTION_DAYS", async () => {

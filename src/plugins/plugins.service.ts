@@ -3,6 +3,7 @@
 // be enabled or disabled. Uploads that do not compile are refused with the line number.
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
+import { isUniqueViolation } from "../db/db-errors.ts";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
@@ -88,6 +89,65 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     return row;
   }
 
+  /** One attempt at an install: reads the installation and writes the change in one transaction. */
+  function installOnce(storeId: string, name: string, input: InstallInput, initialSource: string | undefined, t: number) {
+    let source = initialSource;
+    return db.transaction().execute(async (tx) => {
+      const existing = await tx.selectFrom("plugin_installations").select(["id", "secrets", "current_version"]).where("store_id", "=", storeId).where("name", "=", name).executeTakeFirst();
+      if (!existing && source === undefined) {
+        throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
+      }
+      let secrets: Record<string, string> = {};
+      if (existing) {
+        const opened = box.open(existing.secrets);
+        if (opened === null) throw new AppError("conflict", "The stored secrets cannot be decrypted with this SECRETS_KEY; send every secret again with the right key");
+        secrets = opened;
+      }
+      for (const [k, v] of Object.entries(input.secrets ?? {})) {
+        if (v === null) delete secrets[k];
+        else secrets[k] = v;
+      }
+      const sealed = box.seal(secrets);
+      const secretNames = Object.keys(secrets).sort().join(" ");
+      let id: string;
+      let version: number;
+      if (!existing) {
+        id = newId("plg");
+        version = 1;
+        await tx
+          .insertInto("plugin_installations")
+          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, created_at: t, updated_at: t })
+          .execute();
+      } else {
+        id = existing.id;
+        // The increment is one atomic UPDATE: two concurrent uploads get two distinct versions.
+        const bump = source !== undefined && source !== (await currentSource(tx, id, existing.current_version));
+        const row = await tx
+          .updateTable("plugin_installations")
+          .set((eb) => ({
+            current_version: bump ? eb("current_version", "+", 1) : eb.ref("current_version"),
+            secrets: sealed,
+            secret_names: secretNames,
+            updated_at: t,
+            ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
+          }))
+          .where("id", "=", id)
+          .returning(["current_version"])
+          .executeTakeFirstOrThrow();
+        version = row.current_version;
+        if (!bump) source = undefined;
+      }
+      if (source !== undefined) {
+        await tx
+          .insertInto("plugin_versions")
+          .values({ installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, created_at: t })
+          .execute();
+      }
+      const enabled = await tx.selectFrom("plugin_installations").select("enabled").where("id", "=", id).executeTakeFirstOrThrow();
+      return { name, version, enabled: enabled.enabled !== 0, created: !existing };
+    });
+  }
+
   const toInfo = (r: Awaited<ReturnType<typeof requireInstallation>>): PluginInfo => ({
     name: r.name,
     version: r.current_version,
@@ -124,60 +184,15 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       }
       await requireStore(storeId);
       const t = now();
-      return db.transaction().execute(async (tx) => {
-        const existing = await tx.selectFrom("plugin_installations").select(["id", "secrets", "current_version"]).where("store_id", "=", storeId).where("name", "=", name).executeTakeFirst();
-        if (!existing && source === undefined) {
-          throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
+      // Two first installs of one name at once (PostgreSQL): the loser's insert hits the unique
+      // constraint; run it again, and it becomes an update of the installation the winner created.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await installOnce(storeId, name, input, source, t);
+        } catch (err) {
+          if (attempt >= 3 || !isUniqueViolation(err)) throw err;
         }
-        let secrets: Record<string, string> = {};
-        if (existing) {
-          const opened = box.open(existing.secrets);
-          if (opened === null) throw new AppError("conflict", "The stored secrets cannot be decrypted with this SECRETS_KEY; send every secret again with the right key");
-          secrets = opened;
-        }
-        for (const [k, v] of Object.entries(input.secrets ?? {})) {
-          if (v === null) delete secrets[k];
-          else secrets[k] = v;
-        }
-        const sealed = box.seal(secrets);
-        const secretNames = Object.keys(secrets).sort().join(" ");
-        let id: string;
-        let version: number;
-        if (!existing) {
-          id = newId("plg");
-          version = 1;
-          await tx
-            .insertInto("plugin_installations")
-            .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, created_at: t, updated_at: t })
-            .execute();
-        } else {
-          id = existing.id;
-          // The increment is one atomic UPDATE: two concurrent uploads get two distinct versions.
-          const bump = source !== undefined && source !== (await currentSource(tx, id, existing.current_version));
-          const row = await tx
-            .updateTable("plugin_installations")
-            .set((eb) => ({
-              current_version: bump ? eb("current_version", "+", 1) : eb.ref("current_version"),
-              secrets: sealed,
-              secret_names: secretNames,
-              updated_at: t,
-              ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
-            }))
-            .where("id", "=", id)
-            .returning(["current_version"])
-            .executeTakeFirstOrThrow();
-          version = row.current_version;
-          if (!bump) source = undefined;
-        }
-        if (source !== undefined) {
-          await tx
-            .insertInto("plugin_versions")
-            .values({ installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, created_at: t })
-            .execute();
-        }
-        const enabled = await tx.selectFrom("plugin_installations").select("enabled").where("id", "=", id).executeTakeFirstOrThrow();
-        return { name, version, enabled: enabled.enabled !== 0, created: !existing };
-      });
+      }
     },
 
     async list(storeId) {

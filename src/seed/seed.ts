@@ -2,6 +2,7 @@
 // customers for benchmarks. The same seed gives the same store id (for a new store), ids and data.
 // Customers' order figures are derived at read time, so there is nothing to precompute.
 import type { Db } from "../db/database.ts";
+import { isUniqueViolation } from "../db/db-errors.ts";
 import { AppError } from "../errors.ts";
 import type { Services } from "../services.ts";
 import { Prng } from "./prng.ts";
@@ -113,9 +114,4 @@ export async function seedWithKey(services: Services, options: SeedOptions): Pro
   const result = await seedStore(services.db, options);
   const { key } = await services.stores.createKey(result.storeId, { name: "seed" });
   return { ...result, key };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE" || code === "23505";
 }
