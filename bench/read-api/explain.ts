@@ -3,6 +3,7 @@
 // why a case is slow; run.ts measures the HTTP figures.
 //
 //   node bench/read-api/explain.ts [--size 1000000] [--plans] [--cache-size -262144] [--mmap 30000000000]
+//     [--no-statement-cache]   Kysely preparing every statement again, as before src/db/statement-cache.ts
 //     [--popular-variant]   also the catalogue's best-selling variant as `id` (slow: scales with its sales)
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -10,6 +11,7 @@ import SQLite from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
 import { createCustomersRepository } from "../../src/customers/customers.repository.ts";
 import type { Database } from "../../src/db/schema.ts";
+import { withStatementCache } from "../../src/db/statement-cache.ts";
 import { createInvoicesRepository } from "../../src/invoices/invoices.repository.ts";
 import { parseListQuery } from "../../src/lib/list-query.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
@@ -23,6 +25,7 @@ const { values: args } = parseArgs({
     mmap: { type: "string" },
     runs: { type: "string", default: "100" },
     "popular-variant": { type: "boolean", default: false },
+    "no-statement-cache": { type: "boolean", default: false },
   },
 });
 const customers = Number(args.size);
@@ -36,7 +39,7 @@ if (args.mmap !== undefined) handle.pragma(`mmap_size = ${Number(args.mmap)}`);
 
 const statements: { sql: string; parameters: readonly unknown[]; ms: number }[] = [];
 const db = new Kysely<Database>({
-  dialect: new SqliteDialect({ database: handle }),
+  dialect: new SqliteDialect({ database: args["no-statement-cache"] ? handle : withStatementCache(handle) }),
   log: (event) => {
     if (event.level === "query") statements.push({ sql: event.query.sql, parameters: event.query.parameters, ms: event.queryDurationMillis });
   },

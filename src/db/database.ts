@@ -8,6 +8,7 @@ import pg from "pg";
 import type { Config } from "../config.ts";
 import type { Database } from "./schema.ts";
 import { migrateToLatest } from "./migrate.ts";
+import { withStatementCache } from "./statement-cache.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -58,7 +59,7 @@ export function openDatabase(database: Config["database"], options: { poolSize?:
   handle.pragma("synchronous = NORMAL");
   handle.pragma("foreign_keys = ON");
   handle.pragma("busy_timeout = 5000");
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }) });
   return {
     kysely,
     dialect: "sqlite",
