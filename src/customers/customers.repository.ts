@@ -1,5 +1,5 @@
 // Reads customers as the API shows them. A page costs four queries whatever its size: the customers with
-// their chat account, then their reviews, sessions and invoices. The order figures (totalOrders,
+// their chat account (page ids first, then their rows), then their reviews, sessions and invoices. The order figures (totalOrders,
 // totalSpent, first/last order date) are computed from the invoices just read, so they are never stale.
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
@@ -16,14 +16,12 @@ export interface CustomersRepository {
 export function createCustomersRepository(db: Kysely<Database>): CustomersRepository {
   return {
     async list(storeId, q) {
-      let query = db
-        .selectFrom("customers as c")
-        .leftJoin("customer_discord_accounts as d", "d.customer_id", "c.id")
-        .select(["c.id", "c.email", "c.created_at", "d.discord_id", "d.email as discord_email"])
-        .where("c.store_id", "=", storeId);
+      // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
+      // candidates), then the rows and chat accounts of those ids only.
+      let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (q.id !== null) {
         const id = q.id;
-        query = query.where("c.id", "in", (eb) =>
+        pageIds = pageIds.where("p.id", "in", (eb) =>
           eb
             .selectFrom("customers as c1")
             .select("c1.id")
@@ -35,8 +33,16 @@ export function createCustomersRepository(db: Kysely<Database>): CustomersReposi
             .unionAll(eb.selectFrom("invoice_items as t2").select("t2.customer_id as id").where("t2.store_id", "=", storeId).where("t2.coupon_id", "=", id)),
         );
       }
-      for (const cond of windowConditions("c", q)) query = query.where(cond);
-      const rows = await query.orderBy("c.created_at", "desc").orderBy("c.id", "desc").limit(q.limit + 1).execute();
+      for (const cond of windowConditions("p", q)) pageIds = pageIds.where(cond);
+      pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+      const rows = await db
+        .selectFrom(pageIds.as("pg"))
+        .innerJoin("customers as c", "c.id", "pg.id")
+        .leftJoin("customer_discord_accounts as d", "d.customer_id", "c.id")
+        .select(["c.id", "c.email", "c.created_at", "d.discord_id", "d.email as discord_email"])
+        .orderBy("c.created_at", "desc")
+        .orderBy("c.id", "desc")
+        .execute();
       const { page, next } = takePage(rows, q.limit);
       if (page.length === 0) return { customers: [], next };
 

@@ -63,11 +63,13 @@ export function createInvoicesRepository(db: Kysely<Database>): InvoicesReposito
 
   return {
     async list(storeId, q) {
-      let query = db.selectFrom("invoices").selectAll("invoices").where("invoices.store_id", "=", storeId);
+      // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
+      // candidates), then the rows of those ids only.
+      let pageIds = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (q.id !== null) {
         const id = q.id;
         // Each branch is one index lookup; the union is the (usually small) candidate set.
-        query = query.where("invoices.id", "in", (eb) =>
+        pageIds = pageIds.where("p.id", "in", (eb) =>
           eb
             .selectFrom("invoices as i1")
             .select("i1.id")
@@ -80,8 +82,15 @@ export function createInvoicesRepository(db: Kysely<Database>): InvoicesReposito
             .unionAll(eb.selectFrom("invoice_items as t2").select("t2.invoice_id as id").where("t2.store_id", "=", storeId).where("t2.coupon_id", "=", id)),
         );
       }
-      for (const cond of windowConditions("invoices", q)) query = query.where(cond);
-      const rows = await query.orderBy("invoices.created_at", "desc").orderBy("invoices.id", "desc").limit(q.limit + 1).execute();
+      for (const cond of windowConditions("p", q)) pageIds = pageIds.where(cond);
+      pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+      const rows = await db
+        .selectFrom(pageIds.as("pg"))
+        .innerJoin("invoices", "invoices.id", "pg.id")
+        .selectAll("invoices")
+        .orderBy("invoices.created_at", "desc")
+        .orderBy("invoices.id", "desc")
+        .execute();
       const { page, next } = takePage(rows, q.limit);
       return { invoices: await assemble(page), next };
     },
