@@ -3,20 +3,10 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
-export interface PluginLimitsConfig {
-  poolSize: number;
-  cpuMs: number;
-  wallMs: number;
-  memoryBytes: number;
-  maxFetches: number;
-  fetchTimeoutMs: number;
-  fetchMaxBytes: number;
-  maxLogLines: number;
-  maxLogBytes: number;
-  maxResultBytes: number;
-  fetchAllow: string[];
-}
+/** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
+export type PluginLimitsConfig = SandboxLimits;
 
 export interface Config {
   port: number;
