@@ -76,13 +76,18 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
   }
 
-  async function requireInstallation(storeId: string, name: string) {
-    await requireStore(storeId);
-    const row = await db
+  /** A store's installations with their current version's source and catalogue name. */
+  function installationsOf(storeId: string) {
+    return db
       .selectFrom("plugin_installations as p")
       .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
       .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
-      .where("p.store_id", "=", storeId)
+      .where("p.store_id", "=", storeId);
+  }
+
+  async function requireInstallation(storeId: string, name: string) {
+    await requireStore(storeId);
+    const row = await installationsOf(storeId)
       .where("p.name", "=", name)
       .executeTakeFirst();
     if (!row) throw new AppError("plugin_not_found", `No plugin ${name} in store ${storeId}`, { param: "pluginName" });
@@ -197,11 +202,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
     async list(storeId) {
       await requireStore(storeId);
-      const rows = await db
-        .selectFrom("plugin_installations as p")
-        .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
-        .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
-        .where("p.store_id", "=", storeId)
+      const rows = await installationsOf(storeId)
         .orderBy("p.name")
         .execute();
       return rows.map(toInfo);
