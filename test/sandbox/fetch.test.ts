@@ -99,6 +99,72 @@ describe("fetch, normal use", () => {
   });
 });
 
+describe("fetch, redirects", () => {
+  /** A server that answers /go?status=&to= with a redirect and echoes everything else it was sent. */
+  async function hopServer() {
+    const seen: { path: string; method: string; auth: string | null; cookie: string | null; proxyAuth: string | null; apiKey: string | null; contentType: string | null; body: string }[] = [];
+    const hop = await startServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const url = new URL(req.url ?? "/", "http://x");
+        const h = req.headers;
+        seen.push({ path: url.pathname, method: req.method ?? "", auth: h.authorization ?? null, cookie: h.cookie ?? null, proxyAuth: h["proxy-authorization"] ?? null, apiKey: (h["x-api-key"] as string | undefined) ?? null, contentType: h["content-type"] ?? null, body: Buffer.concat(chunks).toString() });
+        const to = url.searchParams.get("to");
+        if (url.pathname === "/go" && to) res.writeHead(Number(url.searchParams.get("status") ?? 302), { location: to }).end();
+        else res.end("done");
+      });
+    });
+    return { hop, seen };
+  }
+  const CREDENTIALS = `headers = { Authorization = "Bearer sk_live", Cookie = "session=1", ["Proxy-Authorization"] = "Basic x", ["X-Api-Key"] = "k", ["Content-Type"] = "application/json" }`;
+
+  test("a redirect to another origin drops Authorization, Cookie and Proxy-Authorization; the same origin keeps them", async () => {
+    const a = await hopServer();
+    const b = await hopServer();
+    try {
+      const toOther = `${a.hop.url}/go?status=307&to=${encodeURIComponent(`${b.hop.url}/landing`)}`;
+      const toSame = `${a.hop.url}/go?status=307&to=/landing`;
+      const outcome = await run(
+        allowed,
+        `local r1 = fetch("${toOther}", { method = "POST", body = "{}", ${CREDENTIALS} })
+         local r2 = fetch("${toSame}", { method = "POST", body = "{}", ${CREDENTIALS} })
+         return {status="ignore", invoiceId=r1.status .. "|" .. r2.status}`,
+      );
+      assert.deepEqual(outcome.ok && outcome.result, { status: "ignore", invoiceId: "200|200" });
+      const [other] = b.seen;
+      // 307 keeps the method and body; only the credentials stay behind. A custom header is the plugin's own choice.
+      assert.deepEqual(other, { path: "/landing", method: "POST", auth: null, cookie: null, proxyAuth: null, apiKey: "k", contentType: "application/json", body: "{}" });
+      const same = a.seen.find((r) => r.path === "/landing");
+      assert.deepEqual(same, { path: "/landing", method: "POST", auth: "Bearer sk_live", cookie: "session=1", proxyAuth: "Basic x", apiKey: "k", contentType: "application/json", body: "{}" });
+    } finally {
+      await a.hop.close();
+      await b.hop.close();
+    }
+  });
+
+  test("303, and 301/302 after a POST, continue as a GET without the body or its content headers", async () => {
+    const a = await hopServer();
+    try {
+      const outcome = await run(
+        allowed,
+        `local out = {}
+         for _, status in ipairs({ 303, 302, 301 }) do
+           local r = fetch("${a.hop.url}/go?status=" .. status .. "&to=/landing", { method = "POST", body = "{}", ${CREDENTIALS} })
+           out[#out + 1] = r.status
+         end
+         return {status="ignore", invoiceId=table.concat(out, "|")}`,
+      );
+      assert.deepEqual(outcome.ok && outcome.result, { status: "ignore", invoiceId: "200|200|200" });
+      const landings = a.seen.filter((r) => r.path === "/landing");
+      assert.equal(landings.length, 3);
+      for (const landing of landings) assert.deepEqual(landing, { path: "/landing", method: "GET", auth: "Bearer sk_live", cookie: "session=1", proxyAuth: "Basic x", apiKey: "k", contentType: null, body: "" });
+    } finally {
+      await a.hop.close();
+    }
+  });
+});
+
 describe("PLUGIN_FETCH_ALLOW", () => {
   test("127.0.0.1 is refused by default and reachable when the allow list names it", async () => {
     const source = `local r, e = fetch("${server.url}/") return {status="ignore", invoiceId=tostring(r and r.status) .. "|" .. tostring(e)}`;
