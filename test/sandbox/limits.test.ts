@@ -120,6 +120,11 @@ describe("jobs queued behind a running one", () => {
 
 describe("crashes", () => {
   const sandbox = () => sandboxWith({ poolSize: 1, wallMs: 10_000, cpuMs: 5_000 }, { workerUrl: crashingWorker });
+  const whoami = async (box: Sandbox): Promise<string> => {
+    const outcome = await run(box, `--probe:thread`);
+    assert.ok(outcome.ok && outcome.result.invoiceId, JSON.stringify(outcome));
+    return outcome.result.invoiceId;
+  };
 
   test("a worker thread that exits mid-run gives killed, and the pool replaces it", async () => {
     const box = sandbox();
@@ -132,6 +137,25 @@ describe("crashes", () => {
     const box = sandbox();
     expectError(await run(box, `--crash:throw`), "killed", /worker bug/);
     await assertHealthy(box);
+  });
+
+  test("a Lua panic (an error outside any protected call) gives killed, not an abort, and the state is retired", async () => {
+    const box = sandbox();
+    const before = await whoami(box);
+    expectError(await run(box, `--crash:panic`), "killed", /the Lua runtime failed: unprotected error in the Lua runtime/);
+    assert.notEqual(await whoami(box), before, "the worker whose state panicked was not replaced");
+    await assertHealthy(box);
+  });
+
+  test("a fault inside the WebAssembly stack mid-run gives killed, and the pool replaces the worker", async () => {
+    const box = sandbox();
+    const before = await whoami(box);
+    expectError(await run(box, `local t = {} for i = 1, 1000 do t[i] = {} end --crash:trap`), "killed", /the Lua runtime failed: unreachable/);
+    // The next runs get a fresh worker: its state carries nothing of the faulted one.
+    assert.notEqual(await whoami(box), before, "the worker whose state faulted was not replaced");
+    await assertHealthy(box);
+    const after = await run(box, `return {status="ignore", invoiceId=tostring(rawget(_ENV, "t"))}`);
+    assert.deepEqual(after.ok && after.result, { status: "ignore", invoiceId: "nil" });
   });
 
   test("a worker that exhausts its JavaScript heap (resourceLimits) gives killed", async () => {
