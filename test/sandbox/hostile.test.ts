@@ -181,6 +181,30 @@ function pollution(): string {
     return { status = "ignore", invoiceId = "__proto__", __proto__ = evil, constructor = evil }`;
 }
 
+describe("host prototype pollution inside the sandbox worker's own realm", () => {
+  test("nothing a script sends to the host (JSON, headers, ids, results) reaches the worker's prototypes", async () => {
+    const instrumented = createSandbox(
+      { poolSize: 1, cpuMs: 1_000, wallMs: 3_000, fetchAllow: ["public.test"] },
+      {
+        workerUrl: new URL("./fixtures/crashing.worker.ts", import.meta.url),
+        lookup: (hostname, options, callback) =>
+          hostname === "public.test" ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : dns.lookup(hostname, options, callback),
+      },
+    );
+    try {
+      const clean = await run(instrumented, `--probe:realm`);
+      assert.deepEqual(clean.ok && clean.result.invoiceId, "undefined|undefined|false");
+      const outcome = await run(instrumented, pollution());
+      assert.ok(outcome.ok, JSON.stringify(outcome));
+      assert.equal(outcome.fetches[0]?.status, 200, "the polluting fetch reached the worker's fetch path");
+      const after = await run(instrumented, `--probe:realm`);
+      assert.deepEqual(after.ok && after.result.invoiceId, "undefined|undefined|false");
+    } finally {
+      await instrumented.close();
+    }
+  });
+});
+
 describe("hostile scripts", () => {
   assert.ok(cases.length >= 25);
   for (const c of cases) {
