@@ -43,11 +43,13 @@ async function fixedCost(): Promise<void> {
     if (outcome.ok && outcome.cpuMs !== undefined) workerCpu.push(outcome.cpuMs * 1000);
   }
   await sandbox.close();
-  const fixed = { runs: samples.length, medianUs: median(samples), p90Us: pct(samples, 0.9), p99Us: pct(samples, 0.99), workerCpuMedianUs: median(workerCpu) };
+  const fixed = { runs: samples.length, medianUs: median(samples), p90Us: pct(samples, 0.9), p99Us: pct(samples, 0.99), workerCpuMeanUs: workerCpu.reduce((a, b) => a + b, 0) / Math.max(1, workerCpu.length) };
   results.fixedCost = fixed;
   console.log(`\n### 1. Fixed cost of a trivial run through the pool\n`);
-  console.log(`| runs | median | p90 | p99 | worker CPU (median) |\n|---|---|---|---|---|`);
-  console.log(`| ${fixed.runs} | ${fmt(fixed.medianUs, 1)} µs | ${fmt(fixed.p90Us, 1)} µs | ${fmt(fixed.p99Us, 1)} µs | ${fmt(fixed.workerCpuMedianUs, 1)} µs |`);
+  console.log(`| runs | median | p90 | p99 | worker CPU per run (mean) |\n|---|---|---|---|---|`);
+  console.log(`| ${fixed.runs} | ${fmt(fixed.medianUs, 1)} µs | ${fmt(fixed.p90Us, 1)} µs | ${fmt(fixed.p99Us, 1)} µs | ${fmt(fixed.workerCpuMeanUs, 1)} µs |`);
+  // A mean, not a median: where the kernel's thread CPU clock advances only at scheduler ticks (seen on
+  // a virtual machine here), most runs read 0 and a few read a whole tick; their mean is still right.
 }
 
 async function freePort(): Promise<number> {
