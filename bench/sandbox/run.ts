@@ -1,11 +1,13 @@
 // Sandbox benchmark: `node bench/sandbox/run.ts` (settings: BENCH_ROUNDS, BENCH_SECONDS, BENCH_SKIP=
-// "fixed,http,compute"). Prints markdown tables for bench/README.md and writes the raw figures to
+// "fixed,paced,http,compute"). Prints markdown tables for bench/README.md and writes the raw figures to
 // bench/results/tmp/sandbox.json.
 //  1. Fixed cost of one trivial run through the pool (sequential runs, median and p90).
-//  2. The Stripe-style plugin in a Fastify route: sandboxed vs plain TypeScript, side by side in one
+//  2. The CPU a trivial run costs the process when runs come 0.3 or 1 ms apart, with the main thread
+//     busy in between (as an HTTP thread is): what the hand-offs, wake-ups and any spinning cost.
+//  3. The Stripe-style plugin in a Fastify route: sandboxed vs plain TypeScript, side by side in one
 //     run (interleaved rounds, autocannon, 32 connections, medians), plus the same plugin under nginx
 //     with its Lua module (sha1 variant, as ngx.hmac_sha1 is what nginx offers).
-//  3. A compute-heavy script under native lua5.4 and in the sandbox.
+//  4. A compute-heavy script under native lua5.4 and in the sandbox.
 import autocannon from "autocannon";
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -50,6 +52,37 @@ async function fixedCost(): Promise<void> {
   console.log(`| ${fixed.runs} | ${fmt(fixed.medianUs, 1)} µs | ${fmt(fixed.p90Us, 1)} µs | ${fmt(fixed.p99Us, 1)} µs | ${fmt(fixed.workerCpuMeanUs, 1)} µs |`);
   // A mean, not a median: where the kernel's thread CPU clock advances only at scheduler ticks (seen on
   // a virtual machine here), most runs read 0 and a few read a whole tick; their mean is still right.
+}
+
+async function paced(): Promise<void> {
+  const sandbox = createSandbox();
+  const host = { getInvoice: () => Promise.resolve(null) };
+  const input = { source: TRIVIAL, request: { method: "POST", body: Buffer.from("{}"), headers: { "content-type": "application/json" }, query: {} }, store: { id: "st_bench" }, plugin: { name: "trivial", version: 1 }, secrets: {} };
+  for (let i = 0; i < 2000; i++) await sandbox.run(input, host);
+  const rows: { gapMs: number; cpuUs: number[] }[] = [];
+  for (const gapMs of [0.3, 1]) {
+    const cpuUs: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const runs = Math.round(1000 / gapMs);
+      let busyUs = 0;
+      const cpu0 = process.cpuUsage();
+      for (let i = 0; i < runs; i++) {
+        await sandbox.run(input, host);
+        // The main thread's own work until the next run is due: CPU, but not the sandbox's.
+        const from = performance.now();
+        while (performance.now() - from < gapMs);
+        busyUs += (performance.now() - from) * 1000;
+      }
+      const cpu = process.cpuUsage(cpu0);
+      cpuUs.push((cpu.user + cpu.system - busyUs) / runs);
+    }
+    rows.push({ gapMs, cpuUs });
+  }
+  await sandbox.close();
+  results.paced = rows.map((r) => ({ gapMs: r.gapMs, medianCpuUs: median(r.cpuUs), rounds: r.cpuUs }));
+  console.log(`\n### 2. CPU per trivial run when runs come apart (all threads, less the main thread's own work)\n`);
+  console.log(`| gap between runs | median CPU per run | rounds (µs) |\n|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.gapMs} ms | ${fmt(median(r.cpuUs))} µs | ${r.cpuUs.map((x) => fmt(x)).join(", ")} |`);
 }
 
 async function freePort(): Promise<number> {
@@ -116,7 +149,7 @@ async function http(): Promise<void> {
     const ratio256 = rps("sandbox, sha256") / rps("TypeScript, sha256");
     const ratio1 = rps("sandbox, sha1") / rps("TypeScript, sha1");
     results.http = { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS, summary, ratioSha256: ratio256, ratioSha1: ratio1 };
-    console.log(`\n### 2. Stripe-style plugin in a Fastify route (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s)\n`);
+    console.log(`\n### 3. Stripe-style plugin in a Fastify route (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s)\n`);
     console.log(`| target | median req/s | rounds (req/s) | latency p50 / p99 | non-2xx + errors |\n|---|---|---|---|---|`);
     for (const s of summary) console.log(`| ${s.name} | ${fmt(s.medianRps)} | ${s.rounds.map((x) => fmt(x)).join(", ")} | ${s.p50} / ${s.p99} ms | ${s.failures} |`);
     console.log(`\nsandbox / TypeScript: **${fmt(ratio256, 2)}×** (sha256), ${fmt(ratio1, 2)}× (sha1)`);
@@ -153,7 +186,7 @@ async function compute(): Promise<void> {
   await sandbox.close();
   if (native.length > 0 && nativeResult !== sandboxResult) throw new Error(`results differ: native ${nativeResult}, sandbox ${sandboxResult}`);
   results.compute = { rounds, nativeMs: native, sandboxCpuMs: cpu, sandboxWallMs: wall, nativeMedianMs: median(native), sandboxMedianCpuMs: median(cpu), ratio: median(cpu) / median(native) };
-  console.log(`\n### 3. Compute-heavy script (bench/sandbox/compute.lua), ${rounds} runs each\n`);
+  console.log(`\n### 4. Compute-heavy script (bench/sandbox/compute.lua), ${rounds} runs each\n`);
   console.log(`| runtime | median CPU time | runs (ms) |\n|---|---|---|`);
   if (native.length > 0) console.log(`| native lua5.4 | ${fmt(median(native), 1)} ms | ${native.map((x) => fmt(x, 1)).join(", ")} |`);
   console.log(`| sandbox (wasmoon, in a worker) | ${fmt(median(cpu), 1)} ms | ${cpu.map((x) => fmt(x, 1)).join(", ")} |`);
@@ -162,6 +195,7 @@ async function compute(): Promise<void> {
 
 console.log(`## Sandbox benchmark — ${new Date().toISOString()}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 if (!skip.has("fixed")) await fixedCost();
+if (!skip.has("paced")) await paced();
 if (!skip.has("http")) await http();
 if (!skip.has("compute")) await compute();
 mkdirSync(new URL("../results/tmp/", import.meta.url), { recursive: true });

@@ -25,15 +25,23 @@ import {
 } from "./sandbox.protocol.ts";
 
 /**
- * How long an idle worker keeps looking for the next job before it sleeps. The window has to cover
- * the main thread's whole turn (it wakes for the result, answers, and posts the next job), or every
- * run pays two thread wake-ups instead of one; on a 2-vCPU KVM guest that turn took more than 50 µs,
- * and a trivial run's median fell from 149–195 µs to 92 µs when the window went from 0.05 to 0.2 ms.
- * A longer window gained nothing, and under load (32 connections) 0.05 and 0.2 ms were level: a
- * worker that keeps finding jobs never reaches the end of its window. An idle worker spends at most
- * this much CPU after its last job.
+ * How long an idle worker keeps looking for the next job before it sleeps, when jobs have been coming
+ * that quickly. The window has to cover the main thread's whole turn (it wakes for the result,
+ * answers, and posts the next job), or every run pays two thread wake-ups instead of one; on a 2-vCPU
+ * KVM guest that turn took 80–100 µs, and a trivial run's median fell from 149–195 µs to 88–92 µs
+ * when the window went from 0.05 to 0.2 ms. A longer window gained nothing.
  */
 const SPIN_MS = 0.2;
+/**
+ * Spinning pays only when the next job usually comes within the window; otherwise it takes a core
+ * from the HTTP event loop for nothing (webhooks whose main-thread work is ~1 ms each). So the worker
+ * keeps a moving share of its jobs that came within the window (or were already queued) and spins
+ * only while at least half do. A job that comes while the worker sleeps still counts as within the
+ * window if it would have been, so the worker starts spinning again when jobs speed up. With runs
+ * 0.3 and 1 ms apart (`bench/sandbox/run.ts`, section 2) a run cost 241 and 271 µs of CPU this way,
+ * 420 and 475 µs with a window always spun, 310 and 321 µs with the earlier 50 µs one.
+ */
+let withinWindow = 1;
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -73,21 +81,32 @@ const bridge: HostBridge = {
 };
 
 function nextJob(): Job {
+  let idleSince = 0;
   for (;;) {
     const received = receiveMessageOnPort(init.jobPort);
-    if (received !== undefined) return received.message as Job;
+    if (received !== undefined) return arrived(received.message as Job, idleSince);
     // Nothing queued: clear the flag, look once more (a job may have come in between), then wait.
     Atomics.store(ctl, CTL_JOB, 0);
     const late = receiveMessageOnPort(init.jobPort);
-    if (late !== undefined) return late.message as Job;
-    const spinUntil = performance.now() + SPIN_MS;
-    while (Atomics.load(ctl, CTL_JOB) === 0 && performance.now() < spinUntil) pause();
+    if (late !== undefined) return arrived(late.message as Job, idleSince);
+    const now = performance.now();
+    if (idleSince === 0) idleSince = now;
+    if (withinWindow >= 0.5) {
+      const spinUntil = now + SPIN_MS;
+      while (Atomics.load(ctl, CTL_JOB) === 0 && performance.now() < spinUntil) pause();
+    }
     if (Atomics.load(ctl, CTL_JOB) === 0) {
       Atomics.store(ctl, CTL_PARKED, 1);
       Atomics.wait(ctl, CTL_JOB, 0);
       Atomics.store(ctl, CTL_PARKED, 0);
     }
   }
+}
+
+function arrived(job: Job, idleSince: number): Job {
+  const within = idleSince === 0 || performance.now() - idleSince < SPIN_MS ? 1 : 0;
+  withinWindow += (within - withinWindow) / 16;
+  return job;
 }
 
 function threadId(): number | null {
