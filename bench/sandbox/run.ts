@@ -31,10 +31,12 @@ const median = (xs: number[]): number => {
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 const fmt = (n: number, digits = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+/** A trivial run's input and a host with no invoices: the fixed-cost and paced sections' job. */
+const host = { getInvoice: () => Promise.resolve(null) };
+const input = { source: TRIVIAL, request: { method: "POST", body: Buffer.from("{}"), headers: { "content-type": "application/json" }, query: {} }, store: { id: "st_bench" }, plugin: { name: "trivial", version: 1 }, secrets: {} };
+
 async function fixedCost(): Promise<void> {
   const sandbox = createSandbox();
-  const host = { getInvoice: () => Promise.resolve(null) };
-  const input = { source: TRIVIAL, request: { method: "POST", body: Buffer.from("{}"), headers: { "content-type": "application/json" }, query: {} }, store: { id: "st_bench" }, plugin: { name: "trivial", version: 1 }, secrets: {} };
   for (let i = 0; i < 5000; i++) await sandbox.run(input, host);
   const samples: number[] = [];
   const workerCpu: number[] = [];
@@ -56,8 +58,6 @@ async function fixedCost(): Promise<void> {
 
 async function paced(): Promise<void> {
   const sandbox = createSandbox();
-  const host = { getInvoice: () => Promise.resolve(null) };
-  const input = { source: TRIVIAL, request: { method: "POST", body: Buffer.from("{}"), headers: { "content-type": "application/json" }, query: {} }, store: { id: "st_bench" }, plugin: { name: "trivial", version: 1 }, secrets: {} };
   for (let i = 0; i < 2000; i++) await sandbox.run(input, host);
   const rows: { gapMs: number; cpuUs: number[] }[] = [];
   for (const gapMs of [0.3, 1]) {
