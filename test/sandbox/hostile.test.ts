@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import dns from "node:dns";
 import type http from "node:http";
 import { after, before, describe, test } from "node:test";
-import { createSandbox, type RunOutcome, type Sandbox } from "../../src/sandbox/index.ts";
+import { createSandbox, type LookupFunction, type RunOutcome, type Sandbox } from "../../src/sandbox/index.ts";
 import { assertHealthy, expectError, run, startServer, type TestServer } from "./helpers.ts";
 
 const CPU_MS = 100;
@@ -15,15 +15,17 @@ let sandbox: Sandbox;
 let server: TestServer;
 let v6server: TestServer;
 
+/** "public.test" stands for a public host: it is allowed by name and resolves to the test server. */
+const publicTest: LookupFunction = (hostname, options, callback) =>
+  hostname === "public.test" ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : dns.lookup(hostname, options, callback);
+
 before(async () => {
   server = await startServer(route);
   v6server = await startServer((_req, res) => res.end("v6"), "::1");
   sandbox = createSandbox(
     { poolSize: 2, cpuMs: CPU_MS, wallMs: 3_000, memoryBytes: MEMORY, fetchTimeoutMs: 400, maxFetches: 3, fetchMaxBytes: 64 * 1024, fetchAllow: ["public.test"] },
     {
-      // "public.test" stands for a public host: it is allowed by name and resolves to the test server.
-      lookup: (hostname, options, callback) =>
-        hostname === "public.test" ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : dns.lookup(hostname, options, callback),
+      lookup: publicTest,
     },
   );
 });
@@ -187,8 +189,7 @@ describe("host prototype pollution inside the sandbox worker's own realm", () =>
       { poolSize: 1, cpuMs: 1_000, wallMs: 3_000, fetchAllow: ["public.test"] },
       {
         workerUrl: new URL("./fixtures/crashing.worker.ts", import.meta.url),
-        lookup: (hostname, options, callback) =>
-          hostname === "public.test" ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : dns.lookup(hostname, options, callback),
+        lookup: publicTest,
       },
     );
     try {
