@@ -5,19 +5,23 @@ import fastifyRateLimit from "@fastify/rate-limit";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./customers/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
+import { isDatabaseUnavailable } from "./db/db-errors.ts";
+import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Asked of clients while the database cannot be reached (providers retry on 503). */
+const RETRY_AFTER_SECONDS = 5;
 
 export interface AppOptions {
   /** Pino logger options; false for none (tests). */
@@ -38,6 +42,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
+    // The router's own refusals (a path parameter over maxParamLength, a malformed URL) get the envelope too.
+    frameworkErrors: (error, request, reply: FastifyReply) => {
+      const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+      const code: ErrorCode = tooLong ? "uri_too_long" : "invalid_request";
+      reply.header("x-request-id", request.id);
+      void reply.code(tooLong ? 414 : 400).send(errorBody(code, tooLong ? "A path parameter is longer than 100 characters" : "The URL is malformed", request.id));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const state = { closing: false };
@@ -59,6 +70,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     request.apiKey = null;
     reply.header("x-request-id", request.id);
   });
+  app.addHook("preHandler", async (request) => {
+    assertStorable({ query: request.query, params: request.params, body: request.body });
+  });
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     services.metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
@@ -67,7 +81,11 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const { status, code, message, extra } = toErrorResponse(error);
-    if (status >= 500) request.log.error({ err: error }, "request failed");
+    if (status >= 500 && status !== 503) request.log.error({ err: error }, "request failed");
+    if (status === 503) {
+      request.log.warn({ err: error }, "unavailable");
+      reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+    }
     return reply.code(status).send(errorBody(code, message, request.id, extra));
   });
   app.setNotFoundHandler((request, reply) =>
@@ -131,6 +149,9 @@ export function toErrorResponse(error: FastifyError | AppError): ErrorResponse {
     const extra: Record<string, unknown> = { ...(error.details ?? {}) };
     if (error.param !== undefined) extra.param = error.param;
     return { status: error.status, code: error.code, message: error.message, extra };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { status: 503, code: "database_unavailable", message: "The database cannot be reached; retry shortly", extra: {} };
   }
   if (error.validation && error.validation.length > 0) {
     const v = error.validation[0]!;

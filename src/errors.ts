@@ -16,12 +16,15 @@ export const errorStatus = {
   conflict: 409,
   invalid_transition: 409,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
   invalid_plugin: 422,
   rate_limited: 429,
   internal_error: 500,
   plugin_error: 500,
   service_unavailable: 503,
+  database_unavailable: 503,
+  secrets_unavailable: 503,
   plugin_timeout: 504,
 } as const;
 

@@ -1,5 +1,26 @@
 // Database errors the services react to, recognised the same way on both dialects.
 
+const PG_UNAVAILABLE_CLASSES = ["08", "53", "57P"]; // connection exception, insufficient resources, operator intervention
+const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM)/;
+
+/**
+ * The database cannot serve right now (connection lost or refused, server shutting down or out of
+ * connections, SQLite busy past its timeout or out of disk): the request is answered 503 and retried,
+ * never 500. Errors of the request itself (a constraint, bad SQL) are not this.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err === null || typeof err !== "object") return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string") {
+    if (NET_CODES.has(code) || SQLITE_UNAVAILABLE.test(code)) return true;
+    if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.some((c) => code.startsWith(c))) return true;
+  }
+  const message = (err as { message?: unknown }).message;
+  // pg's own client errors carry no code.
+  return typeof message === "string" && /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection terminated unexpectedly)/.test(message);
+}
+
 /** A unique or primary key constraint refused the write (SQLite or PostgreSQL 23505). */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

@@ -1,12 +1,13 @@
 // One ordered list of migrations for both dialects, applied by `storefront migrate` and at `serve` start-up.
 // Kysely's Migrator keeps the applied list in `kysely_migration` and takes a lock, so several service
 // processes starting together on one PostgreSQL apply each migration once.
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
 import * as m0003 from "./migrations/0003_child_page_order.ts";
 import * as m0004 from "./migrations/0004_covering_id_filter.ts";
+import * as m0005 from "./migrations/0005_applied_events.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -20,11 +21,15 @@ const migrations: Record<string, MigrationModule> = {
   "0002_plugins": m0002,
   "0003_child_page_order": m0003,
   "0004_covering_id_filter": m0004,
+  "0005_applied_events": m0005,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
   const migrator = new Migrator({
     db,
+    // Kysely looks for its own tables in every schema it can see: name ours, or a database holding
+    // another storefront schema (tests, several tenants) would make it skip creating them here.
+    ...(ctx.dialect === "postgres" ? { migrationTableSchema: await currentSchema(db) } : {}),
     provider: {
       getMigrations: () =>
         Promise.resolve(
@@ -37,4 +42,11 @@ export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   return result;
+}
+
+async function currentSchema(db: Kysely<unknown>): Promise<string> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error("PostgreSQL has no current schema: check search_path");
+  return schema;
 }

@@ -135,6 +135,8 @@ export interface DeliveriesTable {
   headers: string;
   query: string;
   body: Buffer;
+  /** Size of the body as received; larger than body when an unverified body was cut (null: before 0005). */
+  body_bytes: number | null;
   outcome: string;
   result: string | null;
   error: string | null;
@@ -145,6 +147,17 @@ export interface DeliveriesTable {
   duration_ms: number;
   response_status: number;
   response_body: string;
+  created_at: number;
+}
+
+/** A payment event whose decision was applied (or found already in effect): never applied again. */
+export interface AppliedEventsTable {
+  store_id: string;
+  plugin_name: string;
+  /** "id:<eventId>" or "sha256:<hex of the raw body>". */
+  event_key: string;
+  delivery_id: string;
+  invoice_id: string;
   created_at: number;
 }
 
@@ -162,4 +175,5 @@ export interface Database {
   plugin_installations: PluginInstallationsTable;
   plugin_versions: PluginVersionsTable;
   deliveries: DeliveriesTable;
+  applied_events: AppliedEventsTable;
 }

@@ -83,7 +83,8 @@ export function decodeCursor(text: string): Cursor | null {
       Number.isSafeInteger(value[0]) &&
       typeof value[1] === "string" &&
       value[1].length > 0 &&
-      value[1].length <= 200
+      value[1].length <= 200 &&
+      !value[1].includes("\u0000")
     ) {
       return { createdAt: value[0] as number, id: value[1] };
     }

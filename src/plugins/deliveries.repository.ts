@@ -15,7 +15,11 @@ export type DeliveryOutcome =
   | "plugin_timeout"
   | "invalid_transition"
   | "invoice_not_found"
-  | "plugin_not_found";
+  | "plugin_not_found"
+  /** The same event (eventId, else body hash) was applied by an earlier delivery: nothing changed. */
+  | "duplicate_event"
+  /** SECRETS_KEY cannot open the plugin's secrets: answered 503, the provider retries. */
+  | "secrets_unavailable";
 
 export interface DeliveryRecord {
   id: string;
@@ -26,7 +30,10 @@ export interface DeliveryRecord {
   method: string;
   headers: Record<string, string>;
   query: Record<string, string>;
+  /** As kept: bodies nobody verified are cut (see bodyBytes). */
   body: Buffer;
+  /** Size of the body as received. */
+  bodyBytes: number;
   outcome: DeliveryOutcome;
   result: unknown;
   error: { kind: string; message: string; line?: number } | null;
@@ -67,7 +74,10 @@ export interface DeliveriesRepository {
   list(storeId: string, options: { limit: number; after: Cursor | null; pluginName?: string }): Promise<{ deliveries: DeliverySummary[]; next: Cursor | null }>;
   get(storeId: string, id: string): Promise<DeliveryView | null>;
   /** The stored request of a delivery, for replay. */
-  getRequest(storeId: string, id: string): Promise<{ pluginName: string; method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer } | null>;
+  getRequest(
+    storeId: string,
+    id: string,
+  ): Promise<{ pluginName: string; method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer; bodyBytes: number; receivedAt: number } | null>;
   pruneOlderThan(cutoffMs: number): Promise<number>;
 }
 
@@ -108,6 +118,7 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
           headers: JSON.stringify(d.headers),
           query: JSON.stringify(d.query),
           body: d.body,
+          body_bytes: d.bodyBytes,
           outcome: d.outcome,
           result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
           error: d.error === null ? null : JSON.stringify(d.error),
@@ -158,7 +169,12 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
     },
 
     async getRequest(storeId, id) {
-      const r = await db.selectFrom("deliveries").select(["plugin_name", "method", "headers", "query", "body"]).where("store_id", "=", storeId).where("id", "=", id).executeTakeFirst();
+      const r = await db
+        .selectFrom("deliveries")
+        .select(["plugin_name", "method", "headers", "query", "body", "body_bytes", "created_at"])
+        .where("store_id", "=", storeId)
+        .where("id", "=", id)
+        .executeTakeFirst();
       if (!r) return null;
       return {
         pluginName: r.plugin_name,
@@ -166,6 +182,8 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
         headers: JSON.parse(r.headers) as Record<string, string>,
         query: JSON.parse(r.query) as Record<string, string>,
         body: Buffer.from(r.body),
+        bodyBytes: r.body_bytes ?? r.body.length,
+        receivedAt: r.created_at,
       };
     },
 

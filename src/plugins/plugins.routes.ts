@@ -7,6 +7,8 @@ import { Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog } from "./catalog.ts";
 
+/** Versions are PostgreSQL integers. */
+const MAX_VERSION = 2_147_483_647;
 const StoreParams = Type.Object({ storeId: Type.String() });
 const PluginParams = Type.Object({ storeId: Type.String(), name: Type.String() });
 const PluginInfo = Type.Object({
@@ -110,7 +112,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           tags,
           security,
           summary: "The source of one version",
-          params: Type.Object({ storeId: Type.String(), name: Type.String(), version: Type.Integer({ minimum: 1 }) }),
+          params: Type.Object({ storeId: Type.String(), name: Type.String(), version: Type.Integer({ minimum: 1, maximum: MAX_VERSION }) }),
           response: { 200: Type.Object({ version: Type.Integer(), source: Type.String() }), ...errorResponses(401, 404) },
         },
       },
@@ -131,7 +133,13 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
               bodyBase64: Type.Optional(Type.String({ description: "The raw body as base64, for binary payloads." })),
               headers: Type.Optional(Type.Record(Type.String(), Type.String())),
               query: Type.Optional(Type.Record(Type.String(), Type.String())),
-              version: Type.Optional(Type.Integer({ minimum: 1, description: "Default: the current version." })),
+              version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_VERSION, description: "Default: the current version." })),
+              receivedAt: Type.Optional(
+                Type.String({
+                  format: "date-time",
+                  description: "The script's clock (os.time, os.date): e.g. a recorded delivery's receipt time, so timestamped signatures verify. Default: now.",
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
@@ -149,7 +157,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request) => {
-        const { body, bodyBase64, headers, query, version } = request.body;
+        const { body, bodyBase64, headers, query, version, receivedAt } = request.body;
         if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
         const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
         return services.webhooks.simulate(request.params.storeId, request.params.name, {
@@ -157,6 +165,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           ...(headers ? { headers } : {}),
           ...(query ? { query } : {}),
           ...(version ? { version } : {}),
+          ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
         });
       },
     );
@@ -208,7 +217,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           security,
           summary: "Replay a delivery through the plugin's current version (recorded as a new delivery)",
           params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }),
-          response: { 200: Type.Object({ deliveryId: Nullable(Type.String()), replayOf: Type.String(), status: Type.Integer(), response: Type.Unknown() }), ...errorResponses(401, 404) },
+          response: { 200: Type.Object({ deliveryId: Nullable(Type.String()), replayOf: Type.String(), status: Type.Integer(), response: Type.Unknown() }), ...errorResponses(401, 404, 409) },
         },
       },
       async (request) => {

@@ -247,7 +247,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       if (row.installation_id === null) throw new AppError("plugin_not_found", `No plugin ${name} installed in store ${storeId}`, { param: "pluginName" });
       if (row.version === null || row.source === null) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version ?? "current"}`, { param: "version" });
       const secrets = box.open(row.secrets ?? "");
-      if (secrets === null) throw new Error(`secrets of plugin ${name} in store ${storeId} cannot be decrypted: SECRETS_KEY differs from the key they were stored with`);
+      if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
       return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets };
     },
   };

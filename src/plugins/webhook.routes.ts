@@ -5,6 +5,13 @@ import { errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { lowerCaseKeys } from "./webhook.service.ts";
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The headers as the provider sent them, before any normalisation. */
+    webhookHeaders?: Record<string, string>;
+  }
+}
+
 const WebhookQuery = Type.Object(
   {
     pluginName: Type.String({ minLength: 1, maxLength: 64, description: "Name of the store's payment plugin." }),
@@ -25,6 +32,12 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
     // Only here: every content type arrives as the raw bytes the provider signed.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: config.webhookBodyLimitBytes }, (_request, body, done) => done(null, body));
+    // "Content-Type:" sent empty matches no parser, not even "*": the plugin still sees the header as
+    // sent (captured first), and the body is read as bytes like any other.
+    app.addHook("onRequest", async (request) => {
+      request.webhookHeaders = lowerCaseKeys(request.headers);
+      if (request.headers["content-type"] !== undefined && request.headers["content-type"].trim() === "") request.headers["content-type"] = "application/octet-stream";
+    });
 
     app.post(
       "/paymentPlugins",
@@ -37,7 +50,7 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
             "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx.",
           tags: ["webhooks"],
           querystring: WebhookQuery,
-          response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 504) },
+          response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503, 504) },
         },
         config: {
           rateLimit: {
@@ -56,12 +69,13 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           storeId,
           pluginName,
           method: request.method,
-          headers: lowerCaseKeys(request.headers),
+          headers: request.webhookHeaders ?? lowerCaseKeys(request.headers),
           query,
           body: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
           requestId: request.id,
         });
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
+        if (answer.retryAfter !== undefined) reply.header("retry-after", String(answer.retryAfter));
         return reply.code(answer.status as 200).send(answer.body as { status: string });
       },
     );

@@ -201,7 +201,7 @@ export class LuaRuntime {
     this.limit = this.used + limits.memoryBytes;
     let status: number;
     try {
-      status = m._lua_pcallk(L, 13, 3, 0, 0, 0);
+      status = m._lua_pcallk(L, 13, 4, 0, 0, 0);
     } catch (err) {
       // A JavaScript exception crossed the WebAssembly stack (panic, trap, stack exhaustion):
       // the Lua state is mid-operation and must not be used again.
@@ -220,7 +220,7 @@ export class LuaRuntime {
       const kind = api.toString(L, 1);
       const a = api.toString(L, 2) ?? "";
       if (kind === "ok") {
-        result = { kind: "ok", status: a as "pushInvoice" | "disputeInvoice" | "ignore", invoiceId: api.toString(L, 3), cpuMs: 0 };
+        result = { kind: "ok", status: a as "pushInvoice" | "disputeInvoice" | "ignore", invoiceId: api.toString(L, 3), eventId: api.toString(L, 4), cpuMs: 0 };
       } else if (kind === "rejected" || kind === "invalid_result") {
         result = { kind, message: a, line: null, cpuMs: 0 };
       } else {

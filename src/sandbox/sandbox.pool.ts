@@ -36,6 +36,7 @@ import type {
   CompileCheck,
   FetchRecord,
   LogLine,
+  PluginResult,
   RunErrorKind,
   RunInput,
   RunOutcome,
@@ -511,12 +512,13 @@ function toOutcome(result: WorkerResult, logs: LogLine[], fetches: FetchRecord[]
   switch (result.kind) {
     case "ok": {
       const cpuMs = Math.round(result.cpuMs * 1000) / 1000;
-      const outcome =
+      const event = result.eventId == null ? {} : { eventId: result.eventId };
+      const outcome: PluginResult =
         result.status === "ignore"
           ? result.invoiceId === null
-            ? { status: "ignore" as const }
-            : { status: "ignore" as const, invoiceId: result.invoiceId }
-          : { status: result.status, invoiceId: result.invoiceId ?? "" };
+            ? { status: "ignore", ...event }
+            : { status: "ignore", invoiceId: result.invoiceId, ...event }
+          : { status: result.status, invoiceId: result.invoiceId ?? "", ...event };
       return { ok: true, result: outcome, logs, fetches, durationMs, cpuMs };
     }
     case "compiled":

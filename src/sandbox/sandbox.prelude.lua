@@ -427,7 +427,7 @@ local function check_result(res, max_bytes)
   -- The usual result ({status=..., invoiceId=...} with string values) needs no walk.
   local plain, size, k, v = true, 0, next(res)
   while k ~= nil do
-    if (k ~= "status" and k ~= "invoiceId") or type(v) ~= "string" then plain = false; break end
+    if (k ~= "status" and k ~= "invoiceId" and k ~= "eventId") or type(v) ~= "string" then plain = false; break end
     size = size + #k + #v + 6
     k, v = next(res, k)
   end
@@ -439,15 +439,19 @@ local function check_result(res, max_bytes)
     if err == TOO_DEEP then return "invalid_result", "the result is nested too deeply" end
     error(err, 0)
   end
-  local status, id = rawget(res, "status"), rawget(res, "invoiceId")
+  local status, id, event = rawget(res, "status"), rawget(res, "invoiceId"), rawget(res, "eventId")
+  -- The provider's event id, by which the service applies each event once (optional).
+  if event ~= nil and (type(event) ~= "string" or event == "" or #event > 255) then
+    return "invalid_result", "eventId must be a non-empty string of at most 255 bytes, got " .. describe(event)
+  end
   if status == "pushInvoice" or status == "disputeInvoice" then
     if type(id) ~= "string" or id == "" then
       return "invalid_result", "status " .. status .. " needs invoiceId, a non-empty string, got " .. describe(id)
     end
-    return "ok", status, id
+    return "ok", status, id, event
   elseif status == "ignore" then
     if id ~= nil and type(id) ~= "string" then return "invalid_result", "invoiceId must be a string, got " .. type(id) end
-    return "ok", status, id
+    return "ok", status, id, event
   end
   return "invalid_result", "status must be \"pushInvoice\", \"disputeInvoice\" or \"ignore\", got " .. describe(status)
 end
@@ -471,16 +475,16 @@ local function run(chunk, method, body, headers, query, store_id, plugin_name, p
   setupvalue(chunk, 1, env)
   local ok, res = pcall(chunk)
   setupvalue(chunk, 1, nil)   -- the cached chunk must not keep this run's data alive
-  local kind, a, b
+  local kind, a, b, c
   if st.rejected ~= nil then
     kind, a = "rejected", st.rejected
   elseif not ok then
     kind, a = "error", errstring(res)
   else
-    kind, a, b = check_result(res, max_result_bytes)
+    kind, a, b, c = check_result(res, max_result_bytes)
   end
   current = nil
-  return kind, a, b
+  return kind, a, b, c
 end
 
 local function full_gc()

@@ -39,7 +39,7 @@ export interface CheckJob {
 export type Job = RunJob | CheckJob;
 
 export type WorkerResult =
-  | { kind: "ok"; status: "pushInvoice" | "disputeInvoice" | "ignore"; invoiceId: string | null; cpuMs: number }
+  | { kind: "ok"; status: "pushInvoice" | "disputeInvoice" | "ignore"; invoiceId: string | null; eventId?: string | null; cpuMs: number }
   | { kind: "script_error" | "invalid_result" | "timeout" | "memory_limit" | "rejected" | "killed"; message: string; line: number | null; cpuMs: number }
   | { kind: "compiled" }
   | { kind: "compile_error"; message: string; line: number | null };

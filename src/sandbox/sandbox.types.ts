@@ -35,6 +35,8 @@ export interface RunInput {
   store: { id: string };
   plugin: { name: string; version: number };
   secrets: Record<string, string>;
+  /** The script's clock in epoch ms (os.time, os.date): a replay runs on its delivery's receipt time. Default: now. */
+  clockMs?: number;
 }
 
 /** Handed in by the caller: the sandbox knows nothing of HTTP or the database. */
@@ -43,7 +45,8 @@ export interface SandboxHost {
   getInvoice(id: string): Promise<unknown>;
 }
 
-export type PluginResult = { status: "pushInvoice" | "disputeInvoice"; invoiceId: string } | { status: "ignore"; invoiceId?: string };
+/** `eventId`: the provider's id of the event, by which the service applies each event once. */
+export type PluginResult = { status: "pushInvoice" | "disputeInvoice"; invoiceId: string; eventId?: string } | { status: "ignore"; invoiceId?: string; eventId?: string };
 
 export type LogType = "info" | "warning" | "error";
 
