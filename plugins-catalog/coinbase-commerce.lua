@@ -69,6 +69,9 @@ local metadataKey = setting("invoiceIdMetadataKey", "invoiceId")
 local invoiceId = field(field(charge, "metadata"), metadataKey)
 if type(invoiceId) ~= "string" or invoiceId == "" then invoiceId = nil end
 local tag = "Coinbase " .. tostring(field(event, "id") or "event") .. " (" .. eventType .. ", charge " .. tostring(field(charge, "code")) .. ")"
+-- The provider's event id: the service applies each event once (a re-sent old event changes nothing).
+local eventId = field(event, "id")
+if type(eventId) ~= "string" or eventId == "" then eventId = nil end
 
 if eventType == "charge:failed" then
   log(tag .. ": the charge failed (expired, underpaid or cancelled); invoice not completed", "warning")
@@ -121,4 +124,4 @@ if paid == nil or paid < due then
 end
 
 log(tag .. ": " .. money(paid) .. " USD paid")
-return { status = "pushInvoice", invoiceId = invoiceId }
+return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }

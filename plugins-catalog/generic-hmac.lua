@@ -16,6 +16,9 @@
 --   amountPath        optional  dotted path of the amount paid in US dollars; when set, an amount
 --                               below the invoice total is ignored with a warning, never completed
 --   currencyPath      optional  dotted path of the currency; when set it must be USD
+--   eventIdPath       optional  dotted path of the provider's event id      (default "id"); the
+--                               service applies each event once. Without one in the body, the
+--                               event is known by the SHA-256 of the body.
 --
 -- Result: paid -> pushInvoice, disputed -> disputeInvoice, anything else -> ignore.
 -- A missing or wrong signature, or a stale timestamp, is rejected (HTTP 401 to the provider).
@@ -89,10 +92,13 @@ if type(invoiceId) ~= "string" or invoiceId == "" then
   return { status = "ignore" }
 end
 status = tostring(status or "")
+local eventId = at(event, setting("eventIdPath", "id"))
+if math.type(eventId) == "integer" then eventId = tostring(eventId) end
+if type(eventId) ~= "string" or eventId == "" then eventId = nil end
 
 if set_of(setting("disputedValues", "disputed,chargeback"))[status] then
   log("provider reports a dispute (" .. status .. ")", "warning")
-  return { status = "disputeInvoice", invoiceId = invoiceId }
+  return { status = "disputeInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 if not set_of(setting("paidValues", "paid,completed,succeeded"))[status] then
@@ -124,4 +130,4 @@ if amountPath ~= nil then
 end
 
 log("payment " .. status .. " verified", "info")
-return { status = "pushInvoice", invoiceId = invoiceId }
+return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }

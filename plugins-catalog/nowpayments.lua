@@ -175,6 +175,8 @@ local invoiceId = field(ipn, "order_id")
 if type(invoiceId) == "number" then invoiceId = jsNumber(invoiceId) end
 if type(invoiceId) ~= "string" or invoiceId == "" then invoiceId = nil end
 local tag = "NOWPayments payment " .. tostring(field(ipn, "payment_id")) .. " (" .. status .. ")"
+-- NOWPayments sends one IPN per payment status, with no id of its own: payment and status name the event.
+local eventId = field(ipn, "payment_id") ~= nil and (tostring(field(ipn, "payment_id")) .. ":" .. status) or nil
 
 local function paidText()
   return string.format("%s of %s %s", tostring(field(ipn, "actually_paid")), tostring(field(ipn, "pay_amount")),
@@ -220,4 +222,4 @@ if actually ~= nil and expected ~= nil and actually < expected then
 end
 
 log(string.format("%s: %s USD paid (%s)", tag, jsNumber(priced), paidText()))
-return { status = "pushInvoice", invoiceId = invoiceId }
+return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }

@@ -153,6 +153,9 @@ local eventType = tostring(field(event, "event_type"))
 local resource = field(event, "resource")
 if type(resource) ~= "table" then resource = {} end
 local tag = "PayPal " .. tostring(field(event, "id") or "event") .. " (" .. eventType .. ")"
+-- The provider's event id: the service applies each event once (a re-sent old event changes nothing).
+local eventId = field(event, "id")
+if type(eventId) ~= "string" or eventId == "" then eventId = nil end
 
 if eventType == "PAYMENT.CAPTURE.COMPLETED" then
   local invoiceId = text(field(resource, "custom_id")) or text(field(resource, "invoice_id"))
@@ -183,7 +186,7 @@ if eventType == "PAYMENT.CAPTURE.COMPLETED" then
     return { status = "ignore", invoiceId = invoiceId }
   end
   log(tag .. ": capture " .. tostring(field(resource, "id")) .. ", " .. tostring(field(amount, "value")) .. " USD paid")
-  return { status = "pushInvoice", invoiceId = invoiceId }
+  return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 if eventType == "CUSTOMER.DISPUTE.CREATED" then
@@ -221,7 +224,7 @@ if eventType == "CUSTOMER.DISPUTE.CREATED" then
   local amount = field(resource, "dispute_amount")
   log(string.format("%s: dispute %s (%s), %s %s, invoice found through the %s", tag, tostring(field(resource, "dispute_id")),
     tostring(field(resource, "reason")), tostring(field(amount, "value")), tostring(field(amount, "currency_code")), source), "warning")
-  return { status = "disputeInvoice", invoiceId = invoiceId }
+  return { status = "disputeInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 log(tag .. ": event type not handled; ignored", "info")

@@ -101,6 +101,9 @@ end
 
 local eventType = tostring(at(event, setting("typePath", "type")) or "")
 local tag = "event " .. msgId .. " (" .. eventType .. ")"
+-- The provider's event id: the service applies each event once (a re-sent old event changes nothing).
+local eventId = msgId
+if type(eventId) ~= "string" or eventId == "" then eventId = nil end
 local invoiceIdPath = setting("invoiceIdPath", "data.metadata.invoiceId")
 local invoiceId = at(event, invoiceIdPath)
 if type(invoiceId) == "number" then invoiceId = tostring(invoiceId) end
@@ -125,7 +128,7 @@ end
 
 if disputedTypes[eventType] then
   log(tag .. ": the provider reports a dispute", "warning")
-  return { status = "disputeInvoice", invoiceId = invoiceId }
+  return { status = "disputeInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 local currency = string.upper(tostring(at(event, setting("currencyPath", "data.currency")) or ""))
@@ -142,4 +145,4 @@ if paidCents == nil or paidCents < due then
 end
 
 log(string.format("%s: %d cents USD paid", tag, paidCents))
-return { status = "pushInvoice", invoiceId = invoiceId }
+return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }

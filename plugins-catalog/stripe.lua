@@ -101,6 +101,9 @@ local object = field(event.data, "object")
 if type(object) ~= "table" then object = {} end
 local metadataKey = setting("invoiceIdMetadataKey", "invoiceId")
 local tag = "Stripe " .. tostring(field(event, "id") or "event") .. " (" .. eventType .. ")"
+-- The provider's event id: the service applies each event once (a re-sent old event changes nothing).
+local eventId = field(event, "id")
+if type(eventId) ~= "string" or eventId == "" then eventId = nil end
 
 -- Completes the invoice only when the amount and currency cover it.
 local function paid(invoiceId, amountCents, currency)
@@ -125,7 +128,7 @@ local function paid(invoiceId, amountCents, currency)
     return { status = "ignore", invoiceId = invoiceId }
   end
   log(string.format("%s: %d cents USD paid", tag, amountCents))
-  return { status = "pushInvoice", invoiceId = invoiceId }
+  return { status = "pushInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 -- GET on the Stripe API with the restricted key; the decoded object, or nil and why not.
@@ -201,7 +204,7 @@ elseif eventType == "charge.dispute.created" then
   end
   log(string.format("%s: dispute %s (%s), %s cents %s, invoice found through the %s", tag, tostring(field(object, "id")),
     tostring(field(object, "reason")), tostring(field(object, "amount")), string.upper(tostring(field(object, "currency") or "")), source), "warning")
-  return { status = "disputeInvoice", invoiceId = invoiceId }
+  return { status = "disputeInvoice", invoiceId = invoiceId, eventId = eventId }
 end
 
 log(tag .. ": event type not handled; ignored", "info")

@@ -52,6 +52,18 @@ describe("the catalogue", () => {
   });
 
   for (const plugin of [...REFERENCE, "generic-hmac"]) {
+    test(`${plugin}: every payment decision carries the provider's event id, so a re-sent event applies once`, async () => {
+      const run = await testPlugin(pluginFile(plugin), fixturesOf(plugin));
+      const decisions = run.reports.filter((r) => r.outcome?.ok && r.outcome.result.status !== "ignore");
+      assert.ok(decisions.length > 0, "some fixture pays or disputes");
+      for (const r of decisions) {
+        const result = r.outcome!.ok ? r.outcome!.result : null;
+        if (plugin === "generic-hmac" && !/"id"\s*:/.test(fixtures(plugin).find((f) => f.name === r.name)!.request.body.toString())) continue; // no id in the body: known by its hash
+        assert.equal(typeof result?.eventId, "string", `${r.name}: eventId in ${JSON.stringify(result)}`);
+        assert.notEqual(result?.eventId, "");
+      }
+    });
+
     test(`plugins test ${plugin}.lua --fixtures fixtures/${plugin}: every fixture passes`, async () => {
       const run = await testPlugin(pluginFile(plugin), fixturesOf(plugin));
       assert.ok(run.reports.length >= 7, `${plugin} has its fixtures (${run.reports.length})`);
