@@ -212,9 +212,10 @@ for (const dialect of DIALECTS) {
       assert.equal((await invoiceState(h, store.key, invoice.id)).status, "disputed");
 
       const second = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "paypal", items: [{ productVariantId: "v", quantity: 1, price: 49.99 }] });
-      const capture = sampleEvent<Event>("paypal", "capture-completed", second.id);
+      // New events (PayPal ids them WH-…): the samples' ids were applied above, and each event applies once.
+      const capture = { ...sampleEvent<Event>("paypal", "capture-completed", second.id), id: `WH-${randomUUID()}` };
       expectStatus(await deliver(store.id, delivery(capture)), 200);
-      const dispute = sampleEvent<Event>("paypal", "dispute-created", second.id);
+      const dispute = { ...sampleEvent<Event>("paypal", "dispute-created", second.id), id: `WH-${randomUUID()}` };
       delete dispute.resource.disputed_transactions![0]!.custom;
       const captureId = `CAP${randomUUID().slice(0, 8).toUpperCase()}`;
       dispute.resource.disputed_transactions![0]!.seller_transaction_id = captureId;
