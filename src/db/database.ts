@@ -7,7 +7,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import type { Config } from "../config.ts";
 import type { Database } from "./schema.ts";
-import { migrateToLatest } from "./migrate.ts";
+import { migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -20,6 +20,8 @@ export interface Db {
   /** Raw pg pool for bulk loading (seed, COPY); null on SQLite. */
   pgPool: pg.Pool | null;
   migrate(): Promise<void>;
+  /** Migrations not yet applied to this database. */
+  pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -35,8 +37,13 @@ const pgTypes = {
 export function openDatabase(database: Config["database"], options: { poolSize?: number } = {}): Db {
   if (database.kind === "postgres") {
     const pool = new pg.Pool({ connectionString: database.url, max: options.poolSize ?? 10, types: pgTypes });
-    // An idle client's error (server restart) must not crash the process; the next query reconnects.
+    // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
+    // 'error' on the client, checked out or idle, and an unheard 'error' ends the process. Heard here, the
+    // query in flight fails (answered 503 database_unavailable) and the pool replaces the client.
     pool.on("error", () => {});
+    pool.on("connect", (client) => {
+      client.on("error", () => {});
+    });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       kysely,
@@ -46,6 +53,7 @@ export function openDatabase(database: Config["database"], options: { poolSize?:
       migrate: async () => {
         await migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" });
       },
+      pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "postgres" }),
       ping: async () => {
         await sql`select 1`.execute(kysely);
       },
@@ -68,6 +76,7 @@ export function openDatabase(database: Config["database"], options: { poolSize?:
     migrate: async () => {
       await migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" });
     },
+    pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "sqlite" }),
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

@@ -50,3 +50,18 @@ async function currentSchema(db: Kysely<unknown>): Promise<string> {
   if (!schema) throw new Error("PostgreSQL has no current schema: check search_path");
   return schema;
 }
+
+/** Migrations this build knows that the database has not applied (empty: the schema is current). */
+export async function pendingMigrations(db: Kysely<unknown>, ctx: MigrationContext): Promise<string[]> {
+  let applied: Set<string>;
+  try {
+    const schema = ctx.dialect === "postgres" ? sql.id(await currentSchema(db), "kysely_migration") : sql.id("kysely_migration");
+    const { rows } = await sql<{ name: string }>`select name from ${schema}`.execute(db);
+    applied = new Set(rows.map((r) => r.name));
+  } catch (err) {
+    // No migration table at all: an empty database. Anything else (the connection) is the caller's to see.
+    if (/kysely_migration|no such table|does not exist/.test(err instanceof Error ? err.message : "")) return Object.keys(migrations);
+    throw err;
+  }
+  return Object.keys(migrations).filter((name) => !applied.has(name));
+}
