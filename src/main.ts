@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
+import { registerSecretsCommands } from "./cli/secrets.commands.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
@@ -17,5 +18,6 @@ registerStoreCommands(program);
 registerSeedCommand(program);
 registerPluginCommands(program);
 registerPluginTestCommand(program); // adds `plugins test` to the command above
+registerSecretsCommands(program);
 
 program.parseAsync(process.argv).catch(reportCliError);

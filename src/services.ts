@@ -11,6 +11,7 @@ import { createMetrics, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
+import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
 import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createStoresService, type StoresService } from "./stores/stores.service.ts";
@@ -44,6 +45,8 @@ export interface ServiceOptions {
   now?: () => number;
   /** Start the sandbox's workers now (serve) instead of on the first plugin run (commands, tests). */
   warmSandbox?: boolean;
+  /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
+  checkSecretsKey?: boolean;
 }
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
@@ -66,6 +69,14 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const invoicesRepo = createInvoicesRepository(db.kysely);
   const sandbox = options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin);
   const box = createSecretBox(resolveSecretsKey(config).key);
+  if (options.checkSecretsKey) {
+    try {
+      await assertSecretsKeyOpensStoredSecrets(db.kysely, box);
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
   const plugins = createPluginsService(db.kysely, box, sandbox, now);
   const deliveries = createDeliveriesRepository(db.kysely);
   const webhooks = createWebhookService({

@@ -2,6 +2,7 @@
 // configured database, and output helpers. Commands are thin adapters over the same services as the API.
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
 import { AppError } from "../errors.ts";
+import { SecretsKeyMismatch } from "../plugins/secrets-key.service.ts";
 import { createServices, type Services } from "../services.ts";
 
 export function cliConfig(): Readonly<Config> {
@@ -40,6 +41,10 @@ export function reportCliError(error: unknown): never {
   if (error instanceof ConfigError) {
     process.stderr.write(error.message + "\n");
     process.exit(78); // EX_CONFIG
+  }
+  if (error instanceof SecretsKeyMismatch) {
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exit(78);
   }
   if (error instanceof AppError) {
     process.stderr.write(`error: ${error.code}: ${error.message}\n`);

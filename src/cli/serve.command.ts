@@ -10,7 +10,7 @@ export function registerServeCommand(program: Command): void {
     .description("migrate the database and serve the HTTP API")
     .action(async () => {
       const config = cliConfig();
-      const services = await createServices(config, { warmSandbox: true });
+      const services = await createServices(config, { warmSandbox: true, checkSecretsKey: true });
       const app = await buildApp(services);
       // Delivery retention: once at start, then hourly.
       const prune = () => {

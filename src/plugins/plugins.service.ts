@@ -98,15 +98,30 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
   function installOnce(storeId: string, name: string, input: InstallInput, initialSource: string | undefined, t: number) {
     let source = initialSource;
     return db.transaction().execute(async (tx) => {
-      const existing = await tx.selectFrom("plugin_installations").select(["id", "secrets", "current_version"]).where("store_id", "=", storeId).where("name", "=", name).executeTakeFirst();
+      const existing = await tx
+        .selectFrom("plugin_installations")
+        .select(["id", "secrets", "secret_names", "current_version"])
+        .where("store_id", "=", storeId)
+        .where("name", "=", name)
+        .executeTakeFirst();
       if (!existing && source === undefined) {
         throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
       }
       let secrets: Record<string, string> = {};
       if (existing) {
         const opened = box.open(existing.secrets);
-        if (opened === null) throw new AppError("conflict", "The stored secrets cannot be decrypted with this SECRETS_KEY; send every secret again with the right key");
-        secrets = opened;
+        if (opened === null) {
+          // Sealed under another key: they can only be replaced whole, never merged.
+          const given = new Set(Object.entries(input.secrets ?? {}).filter(([, v]) => v !== null).map(([k]) => k));
+          const missing = (existing.secret_names === "" ? [] : existing.secret_names.split(" ")).filter((k) => !given.has(k));
+          if (missing.length > 0) {
+            throw new AppError("conflict", `The stored secrets cannot be opened with this SECRETS_KEY; send every secret again (missing: ${missing.join(", ")}), or run storefront secrets rekey`, {
+              param: "secrets",
+            });
+          }
+        } else {
+          secrets = opened;
+        }
       }
       for (const [k, v] of Object.entries(input.secrets ?? {})) {
         if (v === null) delete secrets[k];
