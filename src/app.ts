@@ -13,6 +13,7 @@ import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
+import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
@@ -20,6 +21,8 @@ import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
+const guardsSignIn = (url: string) => url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins");
 /** Asked of clients while the database cannot be reached (providers retry on 503). */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -69,6 +72,17 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
+    // An address that keeps failing to sign in (API key, admin token) waits, whatever it sends next.
+    if (guardsSignIn(request.url)) {
+      const wait = services.limits.authFailures.wait(clientBucket(request.ip));
+      if (wait > 0) {
+        reply.header("retry-after", String(wait));
+        throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
+      }
+    }
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    if (reply.statusCode === 401 && guardsSignIn(request.url)) services.limits.authFailures.hit(clientBucket(request.ip));
   });
   app.addHook("preHandler", async (request) => {
     assertStorable({ query: request.query, params: request.params, body: request.body });

@@ -22,6 +22,14 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   rateLimit: { max: number; windowMs: number };
   webhookRateLimit: { max: number; windowMs: number };
+  /** Deliveries nobody verified (rejected, unknown or disabled plugin), per store and client address. */
+  webhookUnverifiedLimit: { max: number; windowMs: number };
+  /** Failed API key and admin token attempts, per client address. */
+  authFailureLimit: { max: number; windowMs: number };
+  /** Bodies of unverified deliveries are kept up to this many bytes. */
+  deliveryUnverifiedBodyBytes: number;
+  /** Per store, the delivery log is cut (oldest first) to this many bytes of bodies; 0 = no cap. */
+  deliveryStoreMaxBytes: number;
   webhookBodyLimitBytes: number;
   deliveryRetentionDays: number;
   trustProxy: boolean;
@@ -132,6 +140,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),
       windowMs: int("WEBHOOK_RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000),
     },
+    webhookUnverifiedLimit: {
+      max: int("WEBHOOK_UNVERIFIED_LIMIT_MAX", 60, 1, 1e9),
+      windowMs: int("WEBHOOK_UNVERIFIED_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000),
+    },
+    authFailureLimit: {
+      max: int("AUTH_FAILURE_LIMIT_MAX", 30, 1, 1e9),
+      windowMs: int("AUTH_FAILURE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000),
+    },
+    deliveryUnverifiedBodyBytes: int("DELIVERY_UNVERIFIED_BODY_BYTES", 4096, 0, 1024 * 1024),
+    deliveryStoreMaxBytes: int("DELIVERY_STORE_MAX_MB", 512, 0, 1024 * 1024) * 1024 * 1024,
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     trustProxy: bool("TRUST_PROXY", false),

@@ -7,6 +7,7 @@ import { createCustomersRepository, type CustomersRepository } from "./customers
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
+import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
@@ -34,6 +35,8 @@ export interface Services {
   webhooks: WebhookService;
   sandbox: Sandbox;
   metrics: Metrics;
+  /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
+  limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
   readRateLimit: RouteRateLimit;
   close(): Promise<void>;
@@ -86,6 +89,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     deliveries,
     sandbox,
     retentionDays: config.deliveryRetentionDays,
+    unverifiedBodyBytes: config.deliveryUnverifiedBodyBytes,
+    storeMaxBodyBytes: config.deliveryStoreMaxBytes,
     now,
   });
   return {
@@ -99,6 +104,11 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     webhooks,
     sandbox,
     metrics: createMetrics(),
+    limits: {
+      authFailures: createAttemptLimiter(config.authFailureLimit),
+      webhookVerified: createAttemptLimiter(config.webhookRateLimit),
+      webhookUnverified: createAttemptLimiter(config.webhookUnverifiedLimit),
+    },
     readRateLimit: {
       max: config.rateLimit.max,
       timeWindow: config.rateLimit.windowMs,

@@ -1,6 +1,6 @@
 // The delivery log: every webhook (and replay) with its request, the plugin's result, logs and fetches,
 // and the response given. Listed newest first with the same keyset paging as the read API.
-import type { Kysely, Selectable, Transaction } from "kysely";
+import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
 import type { Database, DeliveriesTable } from "../db/schema.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
@@ -79,6 +79,8 @@ export interface DeliveriesRepository {
     id: string,
   ): Promise<{ pluginName: string; method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer; bodyBytes: number; receivedAt: number } | null>;
   pruneOlderThan(cutoffMs: number): Promise<number>;
+  /** Deletes each store's oldest deliveries beyond `maxBytes` of bodies kept. */
+  pruneStoresOverBytes(maxBytes: number): Promise<number>;
 }
 
 const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "plugin_version" | "replay_of" | "outcome" | "invoice_id" | "transition" | "response_status" | "duration_ms" | "created_at">): DeliverySummary => ({
@@ -185,6 +187,21 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
         bodyBytes: r.body_bytes ?? r.body.length,
         receivedAt: r.created_at,
       };
+    },
+
+    async pruneStoresOverBytes(maxBytes) {
+      // Newest first per store, a running total of the bodies kept; everything past the cap goes.
+      const over = db
+        .selectFrom((eb) =>
+          eb
+            .selectFrom("deliveries")
+            .select(["id", sql<number>`sum(length(body)) over (partition by store_id order by created_at desc, id desc)`.as("kept")])
+            .as("running"),
+        )
+        .select("id")
+        .where("kept", ">", maxBytes);
+      const res = await db.deleteFrom("deliveries").where("id", "in", over).executeTakeFirst();
+      return Number(res.numDeletedRows);
     },
 
     async pruneOlderThan(cutoffMs) {

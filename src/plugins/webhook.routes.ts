@@ -3,7 +3,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { lowerCaseKeys } from "./webhook.service.ts";
+import { AppError } from "../errors.ts";
+import { clientBucket } from "../lib/attempt-limiter.ts";
+import { isUnverified, lowerCaseKeys } from "./webhook.service.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -27,7 +29,7 @@ const WebhookResult = Type.Object({
 });
 
 export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
-  const { config } = services;
+  const { config, limits } = services;
   return async (app) => {
     // Only here: every content type arrives as the raw bytes the provider signed.
     app.removeAllContentTypeParsers();
@@ -52,17 +54,17 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           querystring: WebhookQuery,
           response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503, 504) },
         },
-        config: {
-          rateLimit: {
-            max: config.webhookRateLimit.max,
-            timeWindow: config.webhookRateLimit.windowMs,
-            hook: "onRequest",
-            keyGenerator: (request) => `store:${String((request.query as Record<string, unknown>).storeId ?? "")}`,
-          },
-        },
       },
       async (request, reply) => {
         const { pluginName, storeId, ...rest } = request.query;
+        // Two budgets, each charged to whoever spent it: a store's verified deliveries, and per store and
+        // address the deliveries nobody verified. A stranger's forgeries never 429 the provider's own.
+        const unverifiedKey = `${storeId}|${clientBucket(request.ip)}`;
+        const wait = limits.webhookUnverified.wait(unverifiedKey) || limits.webhookVerified.wait(storeId);
+        if (wait > 0) {
+          reply.header("retry-after", String(wait));
+          throw new AppError("rate_limited", `Too many deliveries for store ${storeId}; retry in ${wait} s`);
+        }
         const query: Record<string, string> = { pluginName, storeId };
         for (const [k, v] of Object.entries(rest)) if (typeof v === "string") query[k] = v;
         const answer = await services.webhooks.handle({
@@ -74,6 +76,8 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           body: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
           requestId: request.id,
         });
+        if (isUnverified(answer)) limits.webhookUnverified.hit(unverifiedKey);
+        else limits.webhookVerified.hit(storeId);
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
         if (answer.retryAfter !== undefined) reply.header("retry-after", String(answer.retryAfter));
         return reply.code(answer.status as 200).send(answer.body as { status: string });

@@ -73,6 +73,8 @@ export interface WebhookDeps {
   retentionDays: number;
   /** Bodies of deliveries nobody verified (unknown or disabled plugin, rejected) are kept up to this many bytes. */
   unverifiedBodyBytes?: number;
+  /** Per store, the delivery log keeps at most this many bytes of bodies (oldest go first); 0 = no cap. */
+  storeMaxBodyBytes?: number;
   now: () => number;
 }
 
@@ -362,13 +364,21 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     },
 
     async pruneDeliveries() {
-      if (deps.retentionDays === 0) return 0;
-      return deliveries.pruneOlderThan(now() - deps.retentionDays * 86_400_000);
+      const old = deps.retentionDays === 0 ? 0 : await deliveries.pruneOlderThan(now() - deps.retentionDays * 86_400_000);
+      const over = deps.storeMaxBodyBytes ? await deliveries.pruneStoresOverBytes(deps.storeMaxBodyBytes) : 0;
+      return old + over;
     },
   };
 }
 
 const NOTHING_RAN: Pick<RecordFields, "result" | "error" | "logs" | "fetches" | "invoiceId" | "transition"> = { result: null, error: null, logs: [], fetches: [], invoiceId: null, transition: null };
+
+/** Nobody vouched for this delivery: the plugin rejected it, or there was no store or enabled plugin to ask. */
+export function isUnverified(answer: WebhookAnswer): boolean {
+  if (answer.status === 401) return true;
+  const code = (answer.body as { error?: { code?: unknown } } | null)?.error?.code;
+  return answer.status === 404 && (code === "store_not_found" || code === "plugin_not_found");
+}
 
 export function lowerCaseKeys(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
