@@ -5,6 +5,7 @@ import fastifyRateLimit from "@fastify/rate-limit";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
@@ -64,6 +65,16 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     if (state.closing) reply.header("connection", "close");
   });
 
+  // Statuses any route can answer, whatever it declares: 500 (a bug), 503 (database unreachable), 429 and
+  // 414 where they apply. Declared here once so that /openapi.json lists every status a route answers.
+  app.addHook("onRoute", (route) => {
+    const schema = route.schema as { response?: Record<string, unknown>; hide?: boolean } | undefined;
+    if (!schema?.response || schema.hide) return;
+    const statuses = [500, 503];
+    if (route.url.includes(":")) statuses.push(414);
+    if (guardsSignIn(route.url) || route.url.startsWith("/api/paymentPlugins")) statuses.push(429);
+    for (const status of statuses) schema.response[status] ??= Type.Ref("Error");
+  });
   app.addSchema(ErrorSchema);
   app.addSchema(CustomerInvoiceSchema);
   app.addSchema(InvoiceSchema);
