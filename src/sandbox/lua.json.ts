@@ -163,6 +163,7 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       if (j === digits) throw new SyntaxFailure("no valid JSON value", start);
       if (src[j] === 0x2e) j++;
       while (j < end && isDigit(src[j]!)) j++;
+      if (src[j] === 0x2e) throw new SyntaxFailure("no valid JSON value", start); // "1.5.5": dkjson refuses the whole token
       if (src[j] === 0x65 || src[j] === 0x45) j++;
       if (src[j] === 0x2b || src[j] === 0x2d) j++;
       while (j < end && isDigit(src[j]!)) j++;
@@ -174,9 +175,11 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       i = j;
     };
 
+    /** `word` at `at`, not followed by a letter or digit ("truex" is no value, as in dkjson). */
     const literal = (word: readonly number[], at: number): boolean => {
       for (let k = 0; k < word.length; k++) if (src[at + k] !== word[k]) return false;
-      return true;
+      const next = src[at + word.length];
+      return next === undefined || !isAlnum(next);
     };
 
     const enter = (at: number): void => {
@@ -307,6 +310,10 @@ const NULL = [0x6e, 0x75, 0x6c, 0x6c];
 /** Characters that begin some JSON value other than a string. */
 function startsValue(c: number): boolean {
   return isDigit(c) || c === 0x2d || c === 0x7b || c === 0x5b || c === 0x74 || c === 0x66 || c === 0x6e;
+}
+
+function isAlnum(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 }
 
 function isDigit(c: number): boolean {
