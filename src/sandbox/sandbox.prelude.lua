@@ -771,9 +771,9 @@ local function errstring(e)
 end
 
 local function run(chunk, method, body, headers, query, store_id, plugin_name, plugin_version, secrets,
-                   max_result_bytes, max_log_lines, seed1, seed2)
+                   max_result_bytes, max_log_lines, seed1, seed2, clock)
   randomseed(seed1, seed2)
-  local st = { reject_signal = {}, logs = 0, max_logs = max_log_lines, body = body, json_done = false }
+  local st = { reject_signal = {}, logs = 0, max_logs = max_log_lines, body = body, json_done = false, clock = clock }
   current = st
   local env = new_env(st, method, body, headers, query, store_id, plugin_name, plugin_version, secrets)
   setupvalue(chunk, 1, env)

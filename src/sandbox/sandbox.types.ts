@@ -35,6 +35,11 @@ export interface RunInput {
   store: { id: string };
   plugin: { name: string; version: number };
   secrets: Record<string, string>;
+  /**
+   * The run's clock, epoch milliseconds: when given, `os.time()` and `os.date()` without a time read
+   * it instead of the real time (a replay keeps the original delivery's time). `os.clock` is unaffected.
+   */
+  clockMs?: number;
 }
 
 /** Handed in by the caller: the sandbox knows nothing of HTTP or the database. */
