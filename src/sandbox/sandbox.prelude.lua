@@ -341,9 +341,14 @@ local function now()
   return real_time()
 end
 
--- `level` 1 is the os function itself: the message names the script's line that called it.
+local getinfo = debug.getinfo
+
+-- luaL_argerror's message, raised at the script's line. `level` 1 is the os function itself; it is
+-- named as the call wrote it ('date' for os.date(...)), else by its full name, as native Lua does.
 local function argerror(n, fname, message, level)
-  error("bad argument #" .. n .. " to '" .. fname .. "' (" .. message .. ")", (level or 1) + 2)
+  level = (level or 1) + 1
+  local info = getinfo(level, "n")
+  error("bad argument #" .. n .. " to '" .. (info and info.name or fname) .. "' (" .. message .. ")", level + 1)
 end
 
 -- luaL_checkinteger: integral numbers and numeric strings; `present` tells nil from no value.
@@ -656,7 +661,12 @@ end
 -- Finalizers would run during a later run (another store's), so objects cannot get one.
 local function safe_setmetatable(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("__gc metamethods are not allowed in plugins", 2) end
-  return setmetatable(t, mt)
+  -- Checked here so that the error names the script's line, not this one.
+  if type(t) ~= "table" then error("bad argument #1 to 'setmetatable' (table expected, got " .. (t == nil and "no value" or type(t)) .. ")", 2) end
+  if mt ~= nil and type(mt) ~= "table" then error("bad argument #2 to 'setmetatable' (nil or table expected)", 2) end
+  local ok, err = pcall(setmetatable, t, mt)
+  if not ok then error(err, 2) end -- "cannot change a protected metatable"
+  return t
 end
 
 local function readonly_newindex() error("secrets is read-only", 2) end
@@ -795,6 +805,25 @@ local function full_gc()
   collectgarbage("restart")
   collectgarbage("collect")
   return collectgarbage("count")
+end
+
+-- A library error names its function as native Lua does ("bad argument #1 to 'string.rep'" when the
+-- call site gives no name): luaL_argerror looks functions up in the registry's _LOADED table, which
+-- scripts cannot reach and nothing else here uses.
+do
+  local registry = debug.getregistry()
+  local loaded = registry._LOADED
+  if type(loaded) ~= "table" then
+    loaded = {}
+    registry._LOADED = loaded
+  end
+  loaded.string, loaded.table, loaded.math, loaded.utf8, loaded.coroutine = string, table, math, utf8, coroutine
+  loaded.os = { time = os_time, date = os_date, clock = os.clock, difftime = os_difftime }
+  loaded._G = {
+    assert = assert, error = error, getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
+    pcall = pcall, rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = rawset, select = select,
+    tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
+  }
 end
 
 -- The state's own globals are not needed any more; clearing them makes sure nothing above

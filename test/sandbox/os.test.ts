@@ -48,14 +48,16 @@ return { status = "ignore", invoiceId = table.concat(out, "\\0") }`;
     assert.equal(await lua(`os.date(nil, 0) .. "|" .. os.date(5, 0)`), "Thu Jan  1 00:00:00 1970|5");
   });
 
-  test("bad formats and times raise native Lua's messages", async () => {
-    expectError(await run(sandbox, `os.date("%Q", 0)`), "script_error", /^\[plugin\]:1: bad argument #1 to 'os\.date' \(invalid conversion specifier '%Q'\)$/);
+  test("bad formats and times raise native Lua's messages, naming the function as the call did", async () => {
+    expectError(await run(sandbox, `os.date("%Q", 0)`), "script_error", /^\[plugin\]:1: bad argument #1 to 'date' \(invalid conversion specifier '%Q'\)$/);
     expectError(await run(sandbox, `os.date("%Y %", 0)`), "script_error", /invalid conversion specifier '%'\)$/);
     expectError(await run(sandbox, `os.date("%5dx", 0)`), "script_error", /invalid conversion specifier '%5dx'\)$/);
-    expectError(await run(sandbox, `os.date("%Y", 1.5)`), "script_error", /bad argument #2 to 'os\.date' \(number has no integer representation\)$/);
-    expectError(await run(sandbox, `os.date({}, 0)`), "script_error", /bad argument #1 to 'os\.date' \(string expected, got table\)$/);
+    expectError(await run(sandbox, `os.date("%Y", 1.5)`), "script_error", /bad argument #2 to 'date' \(number has no integer representation\)$/);
+    expectError(await run(sandbox, `os.date({}, 0)`), "script_error", /bad argument #1 to 'date' \(string expected, got table\)$/);
     expectError(await run(sandbox, `os.date("!%Y", 67768036191676800)`), "script_error", /date result cannot be represented in this installation$/);
     assert.equal(await lua(`os.date("!%Y", "1e3") .. os.date("!%Y", -67768040609740800)`), "1970-2147481748");
+    assert.equal(await lua(`select(2, pcall(os.date, "%Q"))`), "bad argument #1 to 'os.date' (invalid conversion specifier '%Q')");
+    assert.equal(await lua(`select(2, pcall(string.rep))`), "bad argument #1 to 'string.rep' (string expected, got no value)");
   });
 });
 
@@ -81,7 +83,7 @@ describe("os.time", () => {
     expectError(await run(sandbox, `os.time({ year = 2^40, month = 1, day = 1 })`), "script_error", /field 'year' is out-of-bound$/);
     expectError(await run(sandbox, `os.time({ year = 2020, month = 1, day = 1, hour = 2^31 })`), "script_error", /field 'hour' is out-of-bound$/);
     expectError(await run(sandbox, `os.time({ year = 2147485547, month = 13, day = 1 })`), "script_error", /time result cannot be represented in this installation$/);
-    expectError(await run(sandbox, `os.time(5)`), "script_error", /bad argument #1 to 'os\.time' \(table expected, got number\)$/);
+    expectError(await run(sandbox, `os.time(5)`), "script_error", /bad argument #1 to 'time' \(table expected, got number\)$/);
   });
 });
 
@@ -92,10 +94,10 @@ describe("os.difftime", () => {
   });
 
   test("both arguments are required integers", async () => {
-    expectError(await run(sandbox, `os.difftime(10)`), "script_error", /^\[plugin\]:1: bad argument #2 to 'os\.difftime' \(number expected, got no value\)$/);
-    expectError(await run(sandbox, `os.difftime(nil, 1)`), "script_error", /bad argument #1 to 'os\.difftime' \(number expected, got nil\)$/);
-    expectError(await run(sandbox, `os.difftime(10.5, 0)`), "script_error", /bad argument #1 to 'os\.difftime' \(number has no integer representation\)$/);
-    expectError(await run(sandbox, `os.difftime("x", 0)`), "script_error", /bad argument #1 to 'os\.difftime' \(number expected, got string\)$/);
+    expectError(await run(sandbox, `os.difftime(10)`), "script_error", /^\[plugin\]:1: bad argument #2 to 'difftime' \(number expected, got no value\)$/);
+    expectError(await run(sandbox, `os.difftime(nil, 1)`), "script_error", /bad argument #1 to 'difftime' \(number expected, got nil\)$/);
+    expectError(await run(sandbox, `os.difftime(10.5, 0)`), "script_error", /bad argument #1 to 'difftime' \(number has no integer representation\)$/);
+    expectError(await run(sandbox, `os.difftime("x", 0)`), "script_error", /bad argument #1 to 'difftime' \(number expected, got string\)$/);
   });
 });
 
