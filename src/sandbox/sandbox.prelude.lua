@@ -72,6 +72,7 @@ for _, range in ipairs({ { 0x80, 0x9F }, { 0xAD, 0xAD }, { 0x600, 0x604 }, { 0x7
 end
 
 local function quotestring(s)
+  if not find(s, '[%z\1-\31"\\\127\194\216\220\225\226\239]') then return '"' .. s .. '"' end -- most strings: nothing to escape
   if find(s, '[%z\1-\31"\\\127]') then s = gsub(s, '[%z\1-\31"\\\127]', BYTE_ESCAPES) end
   -- Every escaped character starts with one of these lead bytes; the pair and triple patterns cannot
   -- overlap (a continuation byte is never a lead byte), so each escaped character is found.
