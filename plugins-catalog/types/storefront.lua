@@ -188,7 +188,9 @@ function getInvoice(id) end
 
 ---------------------------------------------------------------------------------------------------
 -- JSON (dkjson-compatible; require("json") and require("dkjson") return this table)
--------------------------------------------------------------------------------------------@class storefront.JsonEncodeState
+---------------------------------------------------------------------------------------------------
+
+---@class storefront.JsonEncodeState
 ---@field indent? boolean Pretty-print (objects break lines, arrays do not), as dkjson does.
 ---@field keyorder? string[] Keys written first, in this order.
 ---@field level? integer Initial indentation level (two spaces each).
@@ -245,8 +247,6 @@ function json.encodeexception(reason, value, state, defaultmessage) end
 ---`require("dkjson").use_lpeg()` works.
 ---@return storefront.Json
 function json.use_lpeg() end
-
-ring(s) end
 
 ---@param name "json"|"dkjson"
 ---@return storefront.Json
