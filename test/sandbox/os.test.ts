@@ -6,6 +6,9 @@ import { after, before, describe, test } from "node:test";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
 import { evaluate, expectError, host, input, run } from "./helpers.ts";
 
+// The server's own time zone must not matter: this file runs in a process set to New York time.
+process.env.TZ = "America/New_York";
+
 let sandbox: Sandbox;
 before(() => {
   sandbox = createSandbox({ poolSize: 1 });
@@ -37,6 +40,11 @@ return { status = "ignore", invoiceId = table.concat(out, "\\0") }`;
     const outcome = await run(sandbox, script);
     assert.ok(outcome.ok, JSON.stringify(outcome));
     assert.deepEqual(outcome.result.invoiceId?.split("\0"), NATIVE_DATES.flatMap(([, local, utc]) => [local, utc]));
+  });
+
+  test("local time is UTC whatever the server's zone", async () => {
+    assert.equal(new Date(0).getHours(), 19); // this process's zone is New York
+    assert.equal(await lua(`os.date("%H:%M %Z", 0) .. " " .. os.time({ year = 1970, month = 1, day = 1, hour = 0 })`), "00:00 UTC 0");
   });
 
   test("*t and !*t tables, the default %c format, a number as format", async () => {
