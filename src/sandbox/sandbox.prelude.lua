@@ -294,6 +294,7 @@ local function decode(str, pos, nullval, ...)
   local start = 1
   if pos ~= nil then
     start = tonumber(pos) or 1
+    if start ~= start then start = 1 end -- NaN
     if start < 0 then start = #str + start + 1 end -- counted from the end, as string.find does
   end
   return jsondecode(str, start, pos == nil, nullval, objectmeta, arraymeta)
