@@ -5,7 +5,7 @@
 --   { "runtime.version": "Lua 5.4",
 --     "runtime.builtin": { "io": "disable", "os": "disable", "debug": "disable", "package": "disable" },
 --     "workspace.library": ["<path to>/plugins-catalog/types"] }
--- (The built-in os library is disabled there because plugins only get os.time, os.date and os.clock,
+-- (The built-in os library is disabled there because plugins only get os.time, os.date, os.clock and os.difftime,
 -- which this file declares.)
 
 ---------------------------------------------------------------------------------------------------
@@ -191,34 +191,62 @@ function getInvoice(id) end
 ---------------------------------------------------------------------------------------------------
 
 ---@class storefront.JsonEncodeState
----@field indent? boolean Pretty-print.
+---@field indent? boolean Pretty-print (objects break lines, arrays do not), as dkjson does.
 ---@field keyorder? string[] Keys written first, in this order.
+---@field level? integer Initial indentation level (two spaces each).
+---@field buffer? string[] Write into this array instead of returning a string; `encode` then returns `true`.
+---@field bufferlen? integer Index of the last element of `buffer` (encode appends after it, and updates it).
+---@field tables? table<table, true> Tables being encoded (cycle detection); created when absent.
+---@field exception? fun(reason: "reference cycle"|"custom encoder failed"|"unsupported type", value: any, state: storefront.JsonEncodeState, defaultmessage: string): (string|true|nil), string? Called for a value that cannot be encoded: return text to insert (or `true` after writing into `state.buffer`), or `nil, message` to fail.
 
 ---@class storefront.Json
 ---@field null table The JSON `null` sentinel.
 ---@field version string
 json = {}
 
----Encodes a value. Empty tables encode as `[]` unless they came from a decoded `{}`.
+---Encodes a value. Empty tables encode as `[]` unless they came from a decoded `{}` (or carry
+---`__jsontype = "object"`); a `__tojson(self, state)` metamethod may return JSON text, or write into
+---`state.buffer` and return `true`. Raises on cycles and unsupported types unless `state.exception` handles them.
 ---@param value any
 ---@param state? storefront.JsonEncodeState
----@return string
+---@return string|true
 function json.encode(value, state) end
 
----Decodes JSON text. Returns `nil` and a message on bad input (it never raises). Without `position`,
----the whole text must be one JSON value. Pass `json.null` as `nullValue` to keep the `null`s of
----objects and arrays (as `json.null`) instead of losing those keys.
+---Decodes JSON text, as dkjson does: the value and the position after it, or `nil`, the position of
+---the error and a message ("unterminated object at line 1, column 1"). It never raises. Without
+---`position` the whole text must be one JSON value. Pass `json.null` as `nullValue` to keep the `null`s
+---of objects and arrays (as `json.null`) instead of losing those keys.
 ---@param text string
 ---@param position? integer
 ---@param nullValue? any
+---@param objectmeta? table|nil Metatable of decoded objects (default `{__jsontype = "object"}`; `nil` for none).
+---@param arraymeta? table|nil Metatable of decoded arrays.
 ---@return any value
----@return integer|string positionOrMessage the position after the value, or the error message
-function json.decode(text, position, nullValue) end
+---@return integer position the position after the value, or where the error is
+---@return string? message the error, when value is nil
+function json.decode(text, position, nullValue, objectmeta, arraymeta) end
 
----Quotes a string as a JSON string literal.
+---Quotes a string as a JSON string literal (with dkjson's escapes).
 ---@param s string
 ---@return string
 function json.quotestring(s) end
+
+---In a `__tojson` or exception handler: when `state.indent` is set, adds a newline and `state.level`'s indentation to `state.buffer`.
+---@param state storefront.JsonEncodeState
+function json.addnewline(state) end
+
+---For `state.exception`: writes the value that could not be encoded as a string saying why (`"<reference cycle>"`).
+---@param reason string
+---@param value any
+---@param state storefront.JsonEncodeState
+---@param defaultmessage string
+---@return string
+function json.encodeexception(reason, value, state, defaultmessage) end
+
+---Returns the module itself (there is no LPeg in the sandbox; the decoder is already native), so
+---`require("dkjson").use_lpeg()` works.
+---@return storefront.Json
+function json.use_lpeg() end
 
 ---@param name "json"|"dkjson"
 ---@return storefront.Json
@@ -228,7 +256,8 @@ function require(name) end
 -- What is left of os
 ---------------------------------------------------------------------------------------------------
 
----Only `os.time`, `os.date` and `os.clock` exist in plugins.
+---Only `os.time`, `os.date`, `os.clock` and `os.difftime` exist in plugins. The sandbox's local time is
+---UTC, whatever the server's zone; in a replay `os.time()` and `os.date()` read the original delivery's time.
 ---@class storefront.Os
 os = {}
 
@@ -241,12 +270,14 @@ os = {}
 ---@field sec? integer
 ---@field isdst? boolean
 
----Current time in unix seconds, or the time of a date table (interpreted in the server's time zone).
+---Current time in unix seconds (the run's clock in a replay), or the time of a date table, read as UTC
+---and normalised (the table's fields are updated), as native Lua does.
 ---@param date? storefront.DateTable
 ---@return integer
 function os.time(date) end
 
----Formats a time (`"!%Y-%m-%dT%H:%M:%SZ"` for UTC ISO 8601).
+---Formats a time (default now) as C's strftime does in the C locale (`"!%Y-%m-%dT%H:%M:%SZ"` for ISO 8601);
+---`"*t"` gives a date table. Local time is UTC (`%Z` is `UTC`, or `GMT` after `!`).
 ---@param format? string
 ---@param time? integer
 ---@return string|storefront.DateTable
@@ -255,3 +286,9 @@ function os.date(format, time) end
 ---CPU time used by the process, in seconds.
 ---@return number
 function os.clock() end
+
+---`t2 - t1` in seconds, as a float (`os.difftime(os.time(), t) > 300` for a tolerance check).
+---@param t2 integer
+---@param t1 integer
+---@return number
+function os.difftime(t2, t1) end

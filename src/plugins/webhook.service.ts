@@ -212,8 +212,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     }
   }
 
-  /** Step 2: the sandbox run, on the delivery's own clock. */
-  function run(plugin: RunnablePlugin, req: { method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer }, clockMs: number) {
+  /** Step 2: the sandbox run; a replay's clock is its original delivery's receipt time (undefined: the real time). */
+  function run(plugin: RunnablePlugin, req: { method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer }, clockMs: number | undefined) {
     return sandbox.run(
       {
         source: plugin.source,
@@ -221,7 +221,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         store: { id: plugin.storeId },
         plugin: { name: plugin.name, version: plugin.version },
         secrets: plugin.secrets,
-        clockMs,
+        ...(clockMs === undefined ? {} : { clockMs }),
       },
       // A plugin sees only its own store's invoices.
       { getInvoice: (id) => invoices.findView(plugin.storeId, id) },
@@ -328,7 +328,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     if ("answer" in loaded) return loaded.answer;
     const { plugin } = loaded;
     const redact = createRedactor(plugin.secrets);
-    const outcome = await run(plugin, input, input.receivedAt ?? d.receivedAt);
+    const outcome = await run(plugin, input, input.receivedAt);
     const traces = scrubTraces(outcome, redact);
     if (!outcome.ok) return failed(d, plugin, traces.error!, traces, redact);
     const result = outcome.result;
@@ -351,7 +351,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
     async simulate(storeId, pluginName, input) {
       const plugin = await plugins.loadForRun(storeId, pluginName, input.version);
-      const outcome = await run(plugin, { method: input.method ?? "POST", headers: lowerCaseKeys(input.headers ?? {}), query: input.query ?? {}, body: input.body }, input.receivedAt ?? now());
+      const outcome = await run(plugin, { method: input.method ?? "POST", headers: lowerCaseKeys(input.headers ?? {}), query: input.query ?? {}, body: input.body }, input.receivedAt);
       const traces = scrubTraces(outcome, createRedactor(plugin.secrets));
       return {
         plugin: { name: plugin.name, version: plugin.version, enabled: plugin.enabled },

@@ -2,20 +2,41 @@
 // bytes of the Lua string and builds the Lua tables directly through the C API. Decoding in Lua cost
 // about 140 µs for a 2 KB webhook body, most of a run; this takes a fraction of that. It keeps the
 // semantics of dkjson's reader: strings are the exact bytes (invalid UTF-8 included, pushed straight
-// from the source string when they hold no escape), numbers are converted by Lua itself
+// from the source string when they hold no escape), numbers of any length are converted by Lua itself
 // (lua_stringtonumber, so 42 is an integer and 42.0 a float), \u escapes become UTF-8 with surrogate
 // pairs joined, objects and arrays get the metatables the caller passes, null becomes `nullval`.
+// Bad input gives dkjson's shape, `nil, position, message`, with dkjson's wording ("unterminated
+// array at line 1, column 1") wherever dkjson refuses the input too.
 import type { LuaBytes } from "./lua.api.ts";
 import { LuaType } from "./lua.api.ts";
 import type { HostFunction } from "./lua.host.ts";
 
 const MAX_DEPTH = 1000;
 
+/** A refusal: `reason`, where it is (`at`, an index, or -1 when no place is named) and the position returned (`pos`, an index). */
 class SyntaxFailure {
-  readonly message: string;
-  constructor(message: string, index: number) {
-    this.message = `${message} at position ${index + 1}`;
+  readonly reason: string;
+  readonly at: number;
+  readonly pos: number;
+  constructor(reason: string, at: number, pos = at) {
+    this.reason = reason;
+    this.at = at;
+    this.pos = pos;
   }
+}
+
+/** dkjson's "at line L, column C": lines are counted by "\n" alone, columns in bytes from 1. */
+function located(src: Uint8Array, failure: SyntaxFailure): string {
+  if (failure.at < 0) return failure.reason;
+  let line = 1;
+  let lineStart = 0;
+  for (let k = 0; k < failure.at && k < src.length; k++) {
+    if (src[k] === 0x0a) {
+      line++;
+      lineStart = k + 1;
+    }
+  }
+  return `${failure.reason} at line ${line}, column ${failure.at - lineStart + 1}`;
 }
 
 // Arguments of the host function (see `decode` in sandbox.prelude.lua).
@@ -29,15 +50,16 @@ const ARG_ARRAY_META = 6;
 export function createJsonDecoder(api: LuaBytes): HostFunction {
   const m = api.m;
   let scratch = new Uint8Array(256);
-  const numberBuf = new Uint8Array(64);
+  let numberBuf = new Uint8Array(64);
 
   return (L) => {
     m._lua_settop(L, ARG_ARRAY_META);
     const text = api.stringRef(L, ARG_TEXT);
     if (text === null) {
       m._lua_pushnil(L);
+      m._lua_pushinteger(L, 1n);
       api.pushString(L, `json.decode expects a string, got ${api.typeName(L, ARG_TEXT)}`);
-      return 2;
+      return 3;
     }
     const base = text.ptr;
     const src = m.HEAPU8.slice(base, base + text.len); // a stable copy: pushing may grow (and move) the heap view
@@ -46,8 +68,16 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     const hasNull = m._lua_type(L, ARG_NULL) > LuaType.nil;
     const objectMeta = m._lua_type(L, ARG_OBJECT_META) === LuaType.table;
     const arrayMeta = m._lua_type(L, ARG_ARRAY_META) === LuaType.table;
-    let i = Math.max(0, Math.floor(m._lua_tonumberx(L, ARG_POS, 0)) - 1);
-    let depth = 0;
+    let i = Math.min(end, Math.max(0, Math.floor(m._lua_tonumberx(L, ARG_POS, 0)) - 1));
+    /** Where each open object or array starts, innermost last: an input that ends names the innermost. */
+    const open: number[] = [];
+
+    /** The input ended where more was needed. */
+    const ended = (): SyntaxFailure => {
+      const opener = open.at(-1);
+      if (opener === undefined) return new SyntaxFailure("no valid JSON value (reached the end)", -1, end);
+      return new SyntaxFailure(src[opener] === 0x7b ? "unterminated object" : "unterminated array", opener, end);
+    };
 
     const skip = (): void => {
       while (i < end) {
@@ -58,12 +88,12 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     };
 
     const pushString = (): void => {
-      const open = i;
+      const quote = i;
       let j = i + 1;
       while (j < end && src[j] !== 0x22 && src[j] !== 0x5c) j++;
-      if (j >= end) throw new SyntaxFailure("unterminated string", open);
+      if (j >= end) throw new SyntaxFailure("unterminated string", quote, end);
       if (src[j] === 0x22) {
-        m._lua_pushlstring(L, base + open + 1, j - open - 1); // no escape: straight from the source string
+        m._lua_pushlstring(L, base + quote + 1, j - quote - 1); // no escape: straight from the source string
         i = j + 1;
         return;
       }
@@ -76,10 +106,10 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
         }
         scratch[n++] = byte;
       };
-      for (let k = open + 1; k < j; k++) put(src[k]!);
+      for (let k = quote + 1; k < j; k++) put(src[k]!);
       i = j;
       for (;;) {
-        if (i >= end) throw new SyntaxFailure("unterminated string", open);
+        if (i >= end) throw new SyntaxFailure("unterminated string", quote, end);
         const c = src[i]!;
         if (c === 0x22) break;
         if (c !== 0x5c) {
@@ -87,7 +117,8 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
           i++;
           continue;
         }
-        const e = src[i + 1] ?? -1;
+        if (i + 1 >= end) throw new SyntaxFailure("unterminated string", quote, end);
+        const e = src[i + 1]!;
         switch (e) {
           case 0x22: put(0x22); break;
           case 0x5c: put(0x5c); break;
@@ -122,7 +153,8 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     };
 
     const pushNumber = (): void => {
-      // The shape dkjson accepts (-?%d+%.?%d*[eE]?[-+]?%d*), converted by Lua's own tonumber.
+      // JSON's number shape (leading zeros allowed, as dkjson does), converted by Lua's own tonumber;
+      // a token of any length is read, as dkjson reads it (a 70-digit amount becomes a float).
       const start = i;
       let j = i;
       if (src[j] === 0x2d) j++;
@@ -131,10 +163,11 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       if (j === digits) throw new SyntaxFailure("no valid JSON value", start);
       if (src[j] === 0x2e) j++;
       while (j < end && isDigit(src[j]!)) j++;
+      if (src[j] === 0x2e) throw new SyntaxFailure("no valid JSON value", start); // "1.5.5": dkjson refuses the whole token
       if (src[j] === 0x65 || src[j] === 0x45) j++;
       if (src[j] === 0x2b || src[j] === 0x2d) j++;
       while (j < end && isDigit(src[j]!)) j++;
-      if (j - start >= numberBuf.length) throw new SyntaxFailure("number too long", start);
+      if (j - start >= numberBuf.length) numberBuf = new Uint8Array(2 * (j - start + 1));
       numberBuf.set(src.subarray(start, j));
       numberBuf[j - start] = 0;
       const ptr = api.put(numberBuf.subarray(0, j - start + 1));
@@ -142,23 +175,25 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       i = j;
     };
 
+    /** `word` at `at`, not followed by a letter or digit ("truex" is no value, as in dkjson). */
     const literal = (word: readonly number[], at: number): boolean => {
       for (let k = 0; k < word.length; k++) if (src[at + k] !== word[k]) return false;
-      return true;
+      const next = src[at + word.length];
+      return next === undefined || !isAlnum(next);
     };
 
     const enter = (at: number): void => {
-      if (++depth > MAX_DEPTH) throw new SyntaxFailure("too deeply nested", at);
+      if (open.length >= MAX_DEPTH) throw new SyntaxFailure("too deeply nested", at);
       if (!m._lua_checkstack(L, 4)) throw new SyntaxFailure("too deeply nested", at);
+      open.push(at);
     };
 
     const pushValue = (): void => {
       const c = src[i];
-      if (c === undefined) throw new SyntaxFailure("no valid JSON value (reached the end)", i);
+      if (c === undefined) throw ended();
       if (c === 0x22) return pushString();
       if (c === 0x7b) {
-        const open = i;
-        enter(open);
+        enter(i);
         m._lua_createtable(L, 0, 4);
         if (objectMeta) {
           m._lua_pushvalue(L, ARG_OBJECT_META);
@@ -168,14 +203,16 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
         skip();
         if (src[i] === 0x7d) {
           i++;
-          depth--;
+          open.pop();
           return;
         }
         for (;;) {
-          if (src[i] !== 0x22) throw new SyntaxFailure(i < end ? "expected a string key" : "unterminated object", i);
+          if (i >= end) throw ended();
+          if (src[i] !== 0x22) throw new SyntaxFailure(startsValue(src[i]!) ? "object key is not a string" : "no valid JSON value", i);
           pushString();
           skip();
-          if (src[i] !== 0x3a) throw new SyntaxFailure("expected ':'", i);
+          if (i >= end) throw ended();
+          if (src[i] !== 0x3a) throw new SyntaxFailure("expected ':' after an object key", i);
           i++;
           skip();
           pushValue();
@@ -183,12 +220,13 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
           skip();
           const next = src[i];
           if (next === 0x7d) break;
-          if (next !== 0x2c) throw new SyntaxFailure(next === undefined ? "unterminated object" : "expected ',' or '}'", i);
+          if (next === undefined) throw ended();
+          if (next !== 0x2c) throw new SyntaxFailure("expected ',' or '}' in object", i);
           i++;
           skip();
         }
         i++;
-        depth--;
+        open.pop();
         return;
       }
       if (c === 0x5b) {
@@ -202,7 +240,7 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
         skip();
         if (src[i] === 0x5d) {
           i++;
-          depth--;
+          open.pop();
           return;
         }
         let n = 0;
@@ -212,12 +250,13 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
           skip();
           const next = src[i];
           if (next === 0x5d) break;
-          if (next !== 0x2c) throw new SyntaxFailure(next === undefined ? "unterminated array" : "expected ',' or ']'", i);
+          if (next === undefined) throw ended();
+          if (next !== 0x2c) throw new SyntaxFailure("expected ',' or ']' in array", i);
           i++;
           skip();
         }
         i++;
-        depth--;
+        open.pop();
         return;
       }
       if (c === 0x74 && literal(TRUE, i)) {
@@ -245,11 +284,12 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       if (whole && i === 0 && src[0] === 0xef && src[1] === 0xbb && src[2] === 0xbf) i = 3;
       skip();
       pushValue();
+      const after = i; // dkjson's second result: the position right after the value
       if (whole) {
         skip();
-        if (i < end) throw new SyntaxFailure("unexpected trailing data", i);
+        if (i < end) throw new SyntaxFailure("unexpected text after the JSON value", i);
       }
-      m._lua_pushinteger(L, BigInt(i + 1));
+      m._lua_pushinteger(L, BigInt(after + 1));
       return 2;
     } catch (err) {
       if (!(err instanceof SyntaxFailure)) throw err; // Lua's own errors (out of memory) keep unwinding
@@ -257,14 +297,24 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     }
     m._lua_settop(L, ARG_ARRAY_META);
     m._lua_pushnil(L);
-    api.pushString(L, failure.message);
-    return 2;
+    m._lua_pushinteger(L, BigInt(failure.pos + 1));
+    api.pushString(L, located(src, failure));
+    return 3;
   };
 }
 
 const TRUE = [0x74, 0x72, 0x75, 0x65];
 const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];
 const NULL = [0x6e, 0x75, 0x6c, 0x6c];
+
+/** Characters that begin some JSON value other than a string. */
+function startsValue(c: number): boolean {
+  return isDigit(c) || c === 0x2d || c === 0x7b || c === 0x5b || c === 0x74 || c === 0x66 || c === 0x6e;
+}
+
+function isAlnum(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
 
 function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;

@@ -18,6 +18,8 @@ const CHUNK_CACHE_SIZE = 64;
 /** Garbage left by earlier runs above which the state is collected between runs. */
 const GC_SLACK_BYTES = 4 * 1024 * 1024;
 const PLUGIN_CHUNK = "=[plugin]";
+/** A run's clock may be any time a JavaScript Date can hold. */
+const MAX_CLOCK_MS = 8.64e15;
 
 class LuaPanic extends Error {}
 
@@ -175,6 +177,9 @@ export class LuaRuntime {
 
   run(job: RunJob): RunResult {
     const { m, api, L, limits } = this;
+    if (job.clockMs !== null && !(typeof job.clockMs === "number" && Math.abs(job.clockMs) <= MAX_CLOCK_MS)) {
+      return { result: { kind: "killed", message: "invalid run input: clockMs must be epoch milliseconds", line: null, cpuMs: 0 }, retire: false };
+    }
     const chunk = this.chunk(job.sourceId, job.source);
     if (!chunk.ok) {
       const kind = chunk.outOfMemory ? "memory_limit" : "script_error";
@@ -196,12 +201,15 @@ export class LuaRuntime {
     m._lua_pushinteger(L, BigInt(limits.maxLogLines));
     m._lua_pushinteger(L, this.nextSeed());
     m._lua_pushinteger(L, this.nextSeed());
+    // The run's clock in whole seconds (what os.time() returns), or nil for the real time.
+    if (job.clockMs === null) m._lua_pushnil(L);
+    else m._lua_pushinteger(L, BigInt(Math.floor(job.clockMs / 1000)));
 
     this.allocFailed = false;
     this.limit = this.used + limits.memoryBytes;
     let status: number;
     try {
-      status = m._lua_pcallk(L, 13, 4, 0, 0, 0);
+      status = m._lua_pcallk(L, 14, 4, 0, 0, 0);
     } catch (err) {
       // A JavaScript exception crossed the WebAssembly stack (panic, trap, stack exhaustion):
       // the Lua state is mid-operation and must not be used again.

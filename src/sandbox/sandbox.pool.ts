@@ -505,6 +505,7 @@ function toRunJob(input: RunInput): RunSpec {
     pluginName: String(input.plugin.name),
     pluginVersion: Number(input.plugin.version) || 0,
     secrets: pairs(input.secrets, false),
+    clockMs: input.clockMs ?? null,
   };
 }
 

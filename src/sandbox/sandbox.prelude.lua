@@ -43,171 +43,243 @@ end
 -- Builders of the per-run library tables.
 local new_string, new_table, new_math = copier("string", string), copier("table", table), copier("math", math)
 local new_utf8, new_coroutine = copier("utf8", utf8), copier("coroutine", coroutine)
-local new_os = copier("os", { time = os.time, date = os.date, clock = os.clock })
 
 ---------------------------------------------------------------------------------------------------
--- JSON, compatible with dkjson: same function names and options, `json.null`, decoded objects and
--- arrays carry {__jsontype="object"|"array"} metatables so `{}` and `[]` survive a round trip,
--- empty plain tables encode as `[]`. Differences (documented in docs/plugins.md, `json`): decode errors
--- return `nil, message`; without a start position the whole string must be one JSON value.
+-- JSON with dkjson's API and output: the same functions (encode, decode, quotestring, addnewline,
+-- encodeexception, use_lpeg, null, version), the same encode state fields (indent, keyorder, level,
+-- buffer, bufferlen, tables, exception), the same bytes out, and decode's `nil, position, message`.
+-- Decoded objects and arrays carry {__jsontype="object"|"array"} metatables so `{}` and `[]` survive a
+-- round trip. Written for the sandbox from dkjson's documentation; what still differs is listed in
+-- docs/plugins.md ("Differences from dkjson and stock Lua 5.4").
 ---------------------------------------------------------------------------------------------------
 
-local ENCODE_ERROR = {}
 local MAX_DEPTH = 1000
+-- dkjson reads metatables past a __metatable field (debug.getmetatable); so does the encoder here.
+local metatable_of = debug.getmetatable
 
-local ESCAPES = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
-for i = 0, 31 do
-  local c = char(i)
-  if not ESCAPES[c] then ESCAPES[c] = format("\\u%04x", i) end
+-- Single bytes that JSON strings cannot hold raw, and the multi-byte characters dkjson also writes
+-- as \u escapes because they are invisible or break lines in some readers: U+0080–009F, U+00AD,
+-- U+0600–0604, U+070F, U+17B4–17B5, U+200C–200F, U+2028–202F, U+2060–206F, U+FEFF, U+FFF0–FFFF.
+local BYTE_ESCAPES = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t", ["\127"] = "\\u007f" }
+for b = 0, 31 do
+  local c = char(b)
+  if not BYTE_ESCAPES[c] then BYTE_ESCAPES[c] = format("\\u%04x", b) end
 end
-ESCAPES["\127"] = "\\u007f"
-local SEPARATORS = { ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029" }
+local CHAR_ESCAPES = {}
+for _, range in ipairs({ { 0x80, 0x9F }, { 0xAD, 0xAD }, { 0x600, 0x604 }, { 0x70F, 0x70F }, { 0x17B4, 0x17B5 },
+                         { 0x200C, 0x200F }, { 0x2028, 0x202F }, { 0x2060, 0x206F }, { 0xFEFF, 0xFEFF }, { 0xFFF0, 0xFFFF } }) do
+  for cp = range[1], range[2] do CHAR_ESCAPES[utf8char(cp)] = format("\\u%04x", cp) end
+end
 
 local function quotestring(s)
-  if find(s, '[%z\1-\31"\\\127\226]') then
-    s = gsub(s, '[%z\1-\31"\\\127]', ESCAPES)
-    s = gsub(s, "\226\128[\168\169]", SEPARATORS)
+  if not find(s, '[%z\1-\31"\\\127\194\216\220\225\226\239]') then return '"' .. s .. '"' end -- most strings: nothing to escape
+  if find(s, '[%z\1-\31"\\\127]') then s = gsub(s, '[%z\1-\31"\\\127]', BYTE_ESCAPES) end
+  -- Every escaped character starts with one of these lead bytes; the pair and triple patterns cannot
+  -- overlap (a continuation byte is never a lead byte), so each escaped character is found.
+  if find(s, "[\194\216\220\225\226\239]") then
+    s = gsub(s, "[\194\216\220][\128-\191]", CHAR_ESCAPES)
+    s = gsub(s, "[\225\226\239][\128-\191][\128-\191]", CHAR_ESCAPES)
   end
   return '"' .. s .. '"'
 end
 
-local function isarray(t)
-  local max, n, arraylen = 0, 0, 0
+-- A table is written as an array when all its keys are positive integers (a numeric `n` field counts
+-- as the length) and it is not too sparse: past index 10, at least half the slots up to the largest
+-- index (or to `n`) must be filled. Returns the length to write.
+local function array_length(t)
+  local largest, count, declared = 0, 0, 0
   for k, v in pairs(t) do
     if k == "n" and type(v) == "number" then
-      arraylen = v
-      if v > max then max = v end
+      declared = v
+      if v > largest then largest = v end
+    elseif type(k) == "number" and k >= 1 and floor(k) == k then
+      count = count + 1
+      if k > largest then largest = k end
     else
-      if type(k) ~= "number" or k < 1 or floor(k) ~= k then return false end
-      if k > max then max = k end
-      n = n + 1
+      return nil
     end
   end
-  if max > 10 and max > arraylen and max > n * 2 then return false end
-  return true, max
+  if largest > 10 and largest > declared and largest > 2 * count then return nil end
+  return largest
 end
 
-local function encode_fail(message) error({ ENCODE_ERROR, message }, 0) end
+-- Encoding errors travel as {ENCODE_FAILED, message} to json.encode, which raises the message at its caller.
+local ENCODE_FAILED = {}
+local function encode_fail(message) error({ ENCODE_FAILED, message }, 0) end
+
+local function put_newline(buf, n, level)
+  buf[n + 1] = "\n"
+  buf[n + 2] = rep("  ", level)
+  return n + 2
+end
+
+-- After a __tojson or an exception handler ran: it may have written into state.buffer itself (and
+-- moved state.bufferlen), and a string it returned goes after that.
+local function after_custom(ctx, ret)
+  local n = ctx.state.bufferlen
+  if type(ret) == "string" then
+    n = n + 1
+    ctx.buf[n] = ret
+  end
+  return n
+end
+
+-- A value that cannot be encoded: the state's exception handler may supply text instead; without one,
+-- or when it returns nothing, encoding stops with the message.
+local function encode_exception(ctx, reason, value, n, message)
+  message = message or reason
+  local state = ctx.state
+  local handler = state.exception
+  if not handler then encode_fail(message) end
+  state.bufferlen = n
+  local ret, msg = handler(reason, value, state, message)
+  if not ret then encode_fail(msg or message) end
+  return after_custom(ctx, ret)
+end
 
 local encode_value
 
-local function newline(ctx, level)
-  if ctx.indent then
-    local n = ctx.n + 1
-    ctx.buf[n] = "\n" .. rep("  ", level)
-    ctx.n = n
-  end
-end
-
-local function put(ctx, s)
-  local n = ctx.n + 1
-  ctx.buf[n] = s
-  ctx.n = n
-end
-
-local function encode_pair(ctx, k, v, first, level)
+local function encode_member(ctx, k, v, first, level, n, depth)
   local kt = type(k)
   if kt ~= "string" and kt ~= "number" then encode_fail("type '" .. kt .. "' is not supported as a key by JSON.") end
-  if not first then put(ctx, ",") end
-  newline(ctx, level)
-  put(ctx, quotestring(kt == "string" and k or tostring(k)))
-  put(ctx, ctx.indent and ": " or ":")
-  encode_value(ctx, v, level)
+  local buf = ctx.buf
+  if not first then
+    n = n + 1
+    buf[n] = ","
+  end
+  if ctx.indent then n = put_newline(buf, n, level) end
+  buf[n + 1] = quotestring(k)
+  buf[n + 2] = ":"
+  return encode_value(ctx, v, level, n + 2, depth + 1)
 end
 
-encode_value = function(ctx, value, level)
+-- Appends `value` to ctx.buf after index n and returns the new last index.
+encode_value = function(ctx, value, level, n, depth)
+  local buf, tables = ctx.buf, ctx.tables
+  local mt = metatable_of(value)
+  if type(mt) ~= "table" then mt = nil end
+  local tojson = mt and mt.__tojson
+  if tojson then
+    if tables[value] then return encode_exception(ctx, "reference cycle", value, n) end
+    tables[value] = true
+    local state = ctx.state
+    state.bufferlen = n
+    local ret, msg = tojson(value, state)
+    if not ret then return encode_exception(ctx, "custom encoder failed", value, n, msg) end
+    tables[value] = nil
+    return after_custom(ctx, ret)
+  end
   local vt = type(value)
   if vt == "string" then
-    put(ctx, quotestring(value))
+    n = n + 1
+    buf[n] = quotestring(value)
   elseif vt == "number" then
-    if value ~= value or value >= huge or -value >= huge then put(ctx, "null") else put(ctx, tostring(value)) end
+    n = n + 1
+    if value ~= value or value >= huge or -value >= huge then buf[n] = "null" else buf[n] = tostring(value) end
   elseif vt == "boolean" then
-    put(ctx, value and "true" or "false")
+    n = n + 1
+    buf[n] = value and "true" or "false"
   elseif value == nil then
-    put(ctx, "null")
+    n = n + 1
+    buf[n] = "null"
   elseif vt == "table" then
-    local tables = ctx.tables
-    if tables[value] then encode_fail("reference cycle") end
-    local mt = getmetatable(value)
-    if type(mt) ~= "table" then mt = nil end
-    local tojson = mt and mt.__tojson
-    if tojson then
-      tables[value] = true
-      local s, msg = tojson(value, ctx.state)
-      if type(s) ~= "string" then encode_fail(msg or "custom encoder failed") end
-      tables[value] = nil
-      put(ctx, s)
-      return
-    end
-    if level >= MAX_DEPTH then encode_fail("too deeply nested") end
+    if tables[value] then return encode_exception(ctx, "reference cycle", value, n) end
+    if depth >= MAX_DEPTH then encode_fail("too deeply nested") end
     tables[value] = true
     level = level + 1
-    local isa, n = isarray(value)
-    if n == 0 and mt and mt.__jsontype == "object" then isa = false end
-    if isa then
-      put(ctx, "[")
-      for i = 1, n do
-        if i > 1 then put(ctx, ",") end
-        encode_value(ctx, value[i], level)
+    local len = array_length(value)
+    if len == 0 and mt and mt.__jsontype == "object" then len = nil end
+    if len then
+      n = n + 1
+      buf[n] = "["
+      for i = 1, len do
+        if i > 1 then
+          n = n + 1
+          buf[n] = ","
+        end
+        n = encode_value(ctx, value[i], level, n, depth + 1)
       end
-      put(ctx, "]")
+      n = n + 1
+      buf[n] = "]"
     else
-      put(ctx, "{")
-      local first = true
+      n = n + 1
+      buf[n] = "{"
+      local first, written = true, nil
       local order = mt and mt.__jsonorder or ctx.keyorder
-      if order then
-        local used = {}
+      if type(order) == "table" then
+        written = {}
         for i = 1, #order do
           local k = order[i]
           local v = value[k]
           if v ~= nil then
-            used[k] = true
-            encode_pair(ctx, k, v, first, level)
+            written[k] = true
+            n = encode_member(ctx, k, v, first, level, n, depth)
             first = false
           end
         end
-        for k, v in pairs(value) do
-          if not used[k] then
-            encode_pair(ctx, k, v, first, level)
-            first = false
-          end
-        end
-      else
-        for k, v in pairs(value) do
-          encode_pair(ctx, k, v, first, level)
+      end
+      for k, v in pairs(value) do
+        if not (written and written[k]) then
+          n = encode_member(ctx, k, v, first, level, n, depth)
           first = false
         end
       end
-      if not first then newline(ctx, level - 1) end
-      put(ctx, "}")
+      if ctx.indent then n = put_newline(buf, n, level - 1) end
+      n = n + 1
+      buf[n] = "}"
     end
     tables[value] = nil
   else
-    encode_fail("type '" .. vt .. "' is not supported by JSON.")
+    return encode_exception(ctx, "unsupported type", value, n, "type '" .. vt .. "' is not supported by JSON.")
   end
+  return n
 end
 
 local function encode(value, state)
-  local ctx = { buf = {}, n = 0, tables = {}, state = state }
-  if type(state) == "table" then
-    ctx.indent = state.indent and true or false
-    ctx.keyorder = type(state.keyorder) == "table" and state.keyorder or nil
-  end
-  local level = type(state) == "table" and tonumber(state.level) or 0
-  local ok, err = pcall(encode_value, ctx, value, level)
+  -- Anything but a table is no state: json.encode(json.decode(s)) passes decode's position here,
+  -- which dkjson would fail on.
+  if type(state) ~= "table" then state = {} end
+  local given = state.buffer
+  local buf = given or {}
+  state.buffer = buf
+  local ctx = { buf = buf, state = state, indent = state.indent, keyorder = state.keyorder, tables = state.tables or {} }
+  local ok, n = pcall(encode_value, ctx, value, state.level or 0, state.bufferlen or 0, 0)
   if not ok then
-    if type(err) == "table" and err[1] == ENCODE_ERROR then error(err[2], 2) end
-    error(err, 0)
+    if type(n) == "table" and n[1] == ENCODE_FAILED then error(n[2], 2) end
+    error(n, 0) -- the script's own error (from a __tojson or an exception handler), as it was raised
   end
-  return concat(ctx.buf, "", 1, ctx.n)
+  if given then
+    -- The caller's buffer: the text stays in it, state.bufferlen says where it ends.
+    state.bufferlen = n
+    return true
+  end
+  state.buffer, state.bufferlen = nil, nil
+  return concat(buf)
+end
+
+local function addnewline(state)
+  if state.indent then
+    local buf = state.buffer
+    state.bufferlen = put_newline(buf, state.bufferlen or #buf, state.level or 0)
+  end
+end
+
+-- For state.exception: writes what could not be encoded as a string saying why ("<reference cycle>").
+local function encodeexception(_reason, _value, _state, defaultmessage)
+  return quotestring("<" .. tostring(defaultmessage) .. ">")
 end
 
 -- Reading JSON is done by the host (lua.json.ts), which builds the tables directly: the same
--- grammar and results as dkjson's reader, at a fraction of the cost of doing it in Lua.
+-- results as dkjson's reader, at a fraction of the cost of doing it in Lua.
 local jsondecode = H.jsondecode
 
 local function decode(str, pos, nullval, ...)
-  if type(str) ~= "string" then return nil, "json.decode expects a string, got " .. type(str) end
+  local t = type(str)
+  if t == "number" then
+    str = tostring(str) -- dkjson reads a number as its text: json.decode(123) gives 123, 4
+  elseif t ~= "string" then
+    return nil, 1, "json.decode expects a string, got " .. t
+  end
   local objectmeta, arraymeta
   if select("#", ...) > 0 then
     objectmeta, arraymeta = ...
@@ -219,12 +291,25 @@ local function decode(str, pos, nullval, ...)
   else
     objectmeta, arraymeta = { __jsontype = "object" }, { __jsontype = "array" }
   end
-  return jsondecode(str, tonumber(pos) or 1, pos == nil, nullval, objectmeta, arraymeta)
+  local start = 1
+  if pos ~= nil then
+    start = tonumber(pos) or 1
+    if start ~= start then start = 1 end -- NaN
+    if start < 0 then start = #str + start + 1 end -- counted from the end, as string.find does
+  end
+  return jsondecode(str, start, pos == nil, nullval, objectmeta, arraymeta)
 end
 
+local function null_tojson() return "null" end
+
 local function new_json()
-  local json = { version = "dkjson 2.8 (storefront sandbox)", encode = encode, decode = decode, quotestring = quotestring }
-  json.null = setmetatable({}, { __tojson = function() return "null" end })
+  local json = {
+    version = "dkjson 2.8 (storefront sandbox)", encode = encode, decode = decode, quotestring = quotestring,
+    addnewline = addnewline, encodeexception = encodeexception,
+  }
+  -- There is no LPeg here; the built-in decoder is already native, so use_lpeg just returns the module.
+  json.use_lpeg = function() return json end
+  json.null = setmetatable({}, { __tojson = null_tojson }) -- a metatable per run: a script may change it
   return json
 end
 
@@ -241,6 +326,236 @@ local function run_state(fname)
   if st == nil then error(fname .. " called outside a plugin run", 3) end
   return st
 end
+
+---------------------------------------------------------------------------------------------------
+-- os.time, os.date and os.difftime, written here so that they give what native Lua 5.4 gives on a
+-- machine whose time zone is UTC (glibc, C locale) whatever the server's zone, and so that a run can
+-- be given its clock (a replay keeps the original delivery's time). os.clock is the real one.
+---------------------------------------------------------------------------------------------------
+
+local real_time, tointeger, match = os.time, math.tointeger, string.match
+local INT_MAX, INT_MIN = 2147483647, -2147483648
+
+-- The run's clock (whole seconds) when it was given one, else the real time.
+local function now()
+  local st = current
+  if st ~= nil and st.clock ~= nil then return st.clock end
+  return real_time()
+end
+
+local getinfo = debug.getinfo
+
+-- luaL_argerror's message, raised at the script's line. `level` 1 is the os function itself; it is
+-- named as the call wrote it ('date' for os.date(...)), else by its full name, as native Lua does.
+local function argerror(n, fname, message, level)
+  level = (level or 1) + 1
+  local info = getinfo(level, "n")
+  error("bad argument #" .. n .. " to '" .. (info and info.name or fname) .. "' (" .. message .. ")", level + 1)
+end
+
+-- luaL_checkinteger: integral numbers and numeric strings; `present` tells nil from no value.
+local function checkinteger(v, n, fname, present)
+  local t = type(v)
+  if t == "number" or (t == "string" and tonumber(v) ~= nil) then
+    local i = tointeger(tonumber(v))
+    if i == nil then argerror(n, fname, "number has no integer representation", 2) end
+    return i
+  end
+  argerror(n, fname, "number expected, got " .. (present and t or "no value"), 2)
+end
+
+-- Days from 1970-01-01 to a date of the proleptic Gregorian calendar, and back (era arithmetic:
+-- 400-year eras of 146097 days, years counted from March so the leap day comes last).
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = y // 400
+  local yoe = y - era * 400
+  local doy = (153 * ((m + 9) % 12) + 2) // 5 + d - 1
+  return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = z // 146097
+  local doe = z - era * 146097
+  local yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+  local doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+  local mp = (5 * doy + 2) // 153
+  local d = doy - (153 * mp + 2) // 5 + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+-- A time as a date table (what os.date("*t") returns), or nil when the year does not fit a C int
+-- (struct tm's limit, which native Lua reports as "cannot be represented").
+local function broken_down(t)
+  local days, secs = t // 86400, t % 86400
+  local y, m, d = civil_from_days(days)
+  if y - 1900 > INT_MAX or y - 1900 < INT_MIN then return nil end
+  return {
+    year = y, month = m, day = d, hour = secs // 3600, min = secs % 3600 // 60, sec = secs % 60,
+    wday = (days + 4) % 7 + 1, yday = days - days_from_civil(y, 1, 1) + 1, isdst = false,
+  }
+end
+
+local DAY_NAMES = { "Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday" }
+local MONTH_NAMES = { "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December" }
+
+-- ISO 8601 week-based year and week (%G, %V): weeks start on Monday, week 1 holds the year's first Thursday.
+local function iso_weeks_in(y)
+  local function dec31(year) return (year + year // 4 - year // 100 + year // 400) % 7 end -- weekday of Dec 31, 0 = Sunday
+  return (dec31(y) == 4 or dec31(y - 1) == 3) and 53 or 52
+end
+
+local function iso_week(tm)
+  local wday = (tm.wday + 5) % 7 + 1 -- 1 = Monday … 7 = Sunday
+  local week = (tm.yday - wday + 10) // 7
+  if week < 1 then return tm.year - 1, iso_weeks_in(tm.year - 1) end
+  if week > iso_weeks_in(tm.year) then return tm.year + 1, 1 end
+  return tm.year, week
+end
+
+local function two(n) return format("%02d", n) end
+
+-- One conversion each, as glibc's strftime writes it in the C locale (years are not padded).
+local CONVERSIONS
+CONVERSIONS = {
+  a = function(tm) return sub(DAY_NAMES[tm.wday], 1, 3) end,
+  A = function(tm) return DAY_NAMES[tm.wday] end,
+  b = function(tm) return sub(MONTH_NAMES[tm.month], 1, 3) end,
+  B = function(tm) return MONTH_NAMES[tm.month] end,
+  c = function(tm)
+    return format("%s %s %2d %02d:%02d:%02d %d", CONVERSIONS.a(tm), CONVERSIONS.b(tm), tm.day, tm.hour, tm.min, tm.sec, tm.year)
+  end,
+  C = function(tm) return tostring(tm.year // 100) end,
+  d = function(tm) return two(tm.day) end,
+  D = function(tm) return format("%02d/%02d/%02d", tm.month, tm.day, tm.year % 100) end,
+  e = function(tm) return format("%2d", tm.day) end,
+  F = function(tm) return format("%d-%02d-%02d", tm.year, tm.month, tm.day) end,
+  g = function(tm) return two((iso_week(tm)) % 100) end,
+  G = function(tm) return tostring((iso_week(tm))) end,
+  H = function(tm) return two(tm.hour) end,
+  I = function(tm) return two((tm.hour + 11) % 12 + 1) end,
+  j = function(tm) return format("%03d", tm.yday) end,
+  m = function(tm) return two(tm.month) end,
+  M = function(tm) return two(tm.min) end,
+  n = function() return "\n" end,
+  p = function(tm) return tm.hour < 12 and "AM" or "PM" end,
+  r = function(tm) return format("%02d:%02d:%02d %s", (tm.hour + 11) % 12 + 1, tm.min, tm.sec, tm.hour < 12 and "AM" or "PM") end,
+  R = function(tm) return format("%02d:%02d", tm.hour, tm.min) end,
+  S = function(tm) return two(tm.sec) end,
+  t = function() return "\t" end,
+  T = function(tm) return format("%02d:%02d:%02d", tm.hour, tm.min, tm.sec) end,
+  u = function(tm) return tostring((tm.wday + 5) % 7 + 1) end,
+  U = function(tm) return two((tm.yday + 6 - (tm.wday - 1)) // 7) end,
+  V = function(tm) return two(select(2, iso_week(tm))) end,
+  w = function(tm) return tostring(tm.wday - 1) end,
+  W = function(tm) return two((tm.yday + 6 - (tm.wday + 5) % 7) // 7) end,
+  y = function(tm) return two(tm.year % 100) end,
+  Y = function(tm) return tostring(tm.year) end,
+  z = function() return "+0000" end,
+  Z = function(_, utc) return utc and "GMT" or "UTC" end,
+  ["%"] = function() return "%" end,
+}
+CONVERSIONS.h, CONVERSIONS.x, CONVERSIONS.X = CONVERSIONS.b, CONVERSIONS.D, CONVERSIONS.T
+-- The E and O modifiers Lua 5.4 accepts; in the C locale they change nothing.
+for _, two_char in ipairs({ "Ec", "EC", "Ex", "EX", "Ey", "EY", "Od", "Oe", "OH", "OI", "Om", "OM", "OS", "Ou", "OU", "OV", "Ow", "OW", "Oy" }) do
+  CONVERSIONS[two_char] = CONVERSIONS[sub(two_char, 2, 2)]
+end
+
+local function os_date(...)
+  local fmt, t = ...
+  local ft = type(fmt)
+  if fmt == nil then
+    fmt = "%c"
+  elseif ft == "number" then
+    fmt = tostring(fmt)
+  elseif ft ~= "string" then
+    argerror(1, "os.date", "string expected, got " .. ft)
+  end
+  if t == nil then t = now() else t = checkinteger(t, 2, "os.date", true) end
+  local utc = byte(fmt, 1) == 33 -- "!"
+  local i = utc and 2 or 1
+  local tm = broken_down(t)
+  if tm == nil then error("date result cannot be represented in this installation", 2) end
+  if match(fmt, "^[^%z]*", i) == "*t" then return tm end -- C compares up to a NUL byte
+  local out, n, len = {}, 0, #fmt
+  while i <= len do
+    local p = find(fmt, "%", i, true)
+    if p == nil then
+      n = n + 1
+      out[n] = sub(fmt, i)
+      break
+    end
+    if p > i then
+      n = n + 1
+      out[n] = sub(fmt, i, p - 1)
+    end
+    local one, pair = sub(fmt, p + 1, p + 1), sub(fmt, p + 1, p + 2)
+    local conversion
+    if #one == 1 and CONVERSIONS[one] then
+      conversion, i = CONVERSIONS[one], p + 2
+    elseif #pair == 2 and CONVERSIONS[pair] then
+      conversion, i = CONVERSIONS[pair], p + 3
+    else
+      argerror(1, "os.date", "invalid conversion specifier '%" .. match(fmt, "^[^%z]*", p + 1) .. "'")
+    end
+    n = n + 1
+    out[n] = conversion(tm, utc)
+  end
+  return concat(out, "", 1, n)
+end
+
+-- A field of os.time's table as C reads it (an int, after taking `delta` off), or its default.
+local function date_field(t, key, default, delta)
+  local v = t[key]
+  local i = v
+  if type(v) == "string" then i = tonumber(v) end
+  if type(i) == "number" then i = tointeger(i) else i = nil end
+  if i == nil then
+    if v ~= nil then error("field '" .. key .. "' is not an integer", 3) end
+    if default == nil then error("field '" .. key .. "' missing in date table", 3) end
+    return default
+  end
+  if (i >= 0 and i - delta > INT_MAX) or (i < 0 and i < INT_MIN + delta) then error("field '" .. key .. "' is out-of-bound", 3) end
+  return i - delta
+end
+
+local function os_time(...)
+  local t = ...
+  if t == nil then return now() end
+  if type(t) ~= "table" then argerror(1, "os.time", "table expected, got " .. type(t)) end
+  local year = date_field(t, "year", nil, 1900) + 1900
+  local month = date_field(t, "month", nil, 1) + 1
+  local day = date_field(t, "day", nil, 0)
+  local hour = date_field(t, "hour", 12, 0)
+  local min = date_field(t, "min", 0, 0)
+  local sec = date_field(t, "sec", 0, 0)
+  -- mktime's normalisation: months past 12 carry into years, everything else into seconds.
+  year = year + (month - 1) // 12
+  month = (month - 1) % 12 + 1
+  local result = (days_from_civil(year, month, 1) + day - 1) * 86400 + hour * 3600 + min * 60 + sec
+  -- glibc's mktime in UTC takes an hour off a time said to be in daylight saving time.
+  if t.isdst then result = result - 3600 end
+  local tm = broken_down(result)
+  -- mktime's -1 is its error value, so native Lua refuses 1969-12-31 23:59:59 too.
+  if tm == nil or result == -1 then error("time result cannot be represented in this installation", 2) end
+  t.year, t.month, t.day, t.hour, t.min, t.sec = tm.year, tm.month, tm.day, tm.hour, tm.min, tm.sec
+  t.yday, t.wday, t.isdst = tm.yday, tm.wday, false
+  return result
+end
+
+local function os_difftime(...)
+  local n = select("#", ...)
+  local t2, t1 = ...
+  t2 = checkinteger(t2, 1, "os.difftime", n >= 1)
+  t1 = checkinteger(t1, 2, "os.difftime", n >= 2)
+  return (t2 + 0.0) - t1
+end
+
+local new_os = copier("os", { time = os_time, date = os_date, clock = os.clock, difftime = os_difftime })
 
 local LOG_TYPES = { info = "info", warning = "warning", warn = "warning", error = "error" }
 
@@ -348,7 +663,12 @@ end
 -- Finalizers would run during a later run (another store's), so objects cannot get one.
 local function safe_setmetatable(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("__gc metamethods are not allowed in plugins", 2) end
-  return setmetatable(t, mt)
+  -- Checked here so that the error names the script's line, not this one.
+  if type(t) ~= "table" then error("bad argument #1 to 'setmetatable' (table expected, got " .. (t == nil and "no value" or type(t)) .. ")", 2) end
+  if mt ~= nil and type(mt) ~= "table" then error("bad argument #2 to 'setmetatable' (nil or table expected)", 2) end
+  local ok, err = pcall(setmetatable, t, mt)
+  if not ok then error(err, 2) end -- "cannot change a protected metatable"
+  return t
 end
 
 local function readonly_newindex() error("secrets is read-only", 2) end
@@ -467,9 +787,9 @@ local function errstring(e)
 end
 
 local function run(chunk, method, body, headers, query, store_id, plugin_name, plugin_version, secrets,
-                   max_result_bytes, max_log_lines, seed1, seed2)
+                   max_result_bytes, max_log_lines, seed1, seed2, clock)
   randomseed(seed1, seed2)
-  local st = { reject_signal = {}, logs = 0, max_logs = max_log_lines, body = body, json_done = false }
+  local st = { reject_signal = {}, logs = 0, max_logs = max_log_lines, body = body, json_done = false, clock = clock }
   current = st
   local env = new_env(st, method, body, headers, query, store_id, plugin_name, plugin_version, secrets)
   setupvalue(chunk, 1, env)
@@ -491,6 +811,25 @@ local function full_gc()
   collectgarbage("restart")
   collectgarbage("collect")
   return collectgarbage("count")
+end
+
+-- A library error names its function as native Lua does ("bad argument #1 to 'string.rep'" when the
+-- call site gives no name): luaL_argerror looks functions up in the registry's _LOADED table, which
+-- scripts cannot reach and nothing else here uses.
+do
+  local registry = debug.getregistry()
+  local loaded = registry._LOADED
+  if type(loaded) ~= "table" then
+    loaded = {}
+    registry._LOADED = loaded
+  end
+  loaded.string, loaded.table, loaded.math, loaded.utf8, loaded.coroutine = string, table, math, utf8, coroutine
+  loaded.os = { time = os_time, date = os_date, clock = os.clock, difftime = os_difftime }
+  loaded._G = {
+    assert = assert, error = error, getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
+    pcall = pcall, rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = rawset, select = select,
+    tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
+  }
 end
 
 -- The state's own globals are not needed any more; clearing them makes sure nothing above

@@ -27,6 +27,8 @@ export interface RunJob {
   pluginName: string;
   pluginVersion: number;
   secrets: [string, string][];
+  /** RunInput.clockMs, or null for the real time. */
+  clockMs: number | null;
 }
 
 export interface CheckJob {

@@ -35,7 +35,10 @@ export interface RunInput {
   store: { id: string };
   plugin: { name: string; version: number };
   secrets: Record<string, string>;
-  /** The script's clock in epoch ms (os.time, os.date): a replay runs on its delivery's receipt time. Default: now. */
+  /**
+   * The run's clock, epoch milliseconds: when given, `os.time()` and `os.date()` without a time read
+   * it instead of the real time (a replay keeps the original delivery's time). `os.clock` is unaffected.
+   */
   clockMs?: number;
 }
 

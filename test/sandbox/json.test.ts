@@ -1,5 +1,6 @@
 // The dkjson behaviours plugins rely on: [] vs {} round trips, json.null, unicode escapes, nil plus
-// a message on bad input, and encoding rules (empty table, numbers, escapes, cycles, options).
+// a position and a message on bad input, and encoding rules (empty table, numbers, escapes, cycles,
+// options). test/sandbox/dkjson.test.ts compares the finer points with dkjson byte for byte.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
@@ -52,7 +53,7 @@ describe("json.encode", () => {
   test("keyorder and __jsonorder fix the key order; indent pretty-prints", async () => {
     assert.equal(await lua(`json.encode({b = 1, a = 2, c = 3}, {keyorder = {"c", "a", "b"}})`), `{"c":3,"a":2,"b":1}`);
     assert.equal(await lua(`json.encode(setmetatable({b = 1, a = 2}, {__jsonorder = {"a", "b"}}))`), `{"a":2,"b":1}`);
-    assert.equal(await lua(`json.encode({a = {b = 1}}, {indent = true})`), `{\n  "a": {\n    "b": 1\n  }\n}`);
+    assert.equal(await lua(`json.encode({a = {b = 1}}, {indent = true})`), `{\n  "a":{\n    "b":1\n  }\n}`);
   });
 
   test("__tojson customises a value", async () => {
@@ -97,19 +98,20 @@ describe("json.decode", () => {
     assert.equal(out, text);
   });
 
-  test("bad input returns nil and a message instead of raising", async () => {
+  test("bad input returns nil, a position and a message (dkjson's shape) instead of raising", async () => {
     for (const bad of [`{`, `{"a":}`, `[1,]`, `[1 2]`, `{"a" 1}`, `tru`, `"unterminated`, `{'a':1}`, ``, `   `, `[1]x`, `{"a":1}}`, `"\\x"`, `"\\u12"`, `01x`, `-`]) {
-      const out = await lua(`select("#", json.decode(${luaString(bad)})) .. "|" .. tostring(json.decode(${luaString(bad)})) .. "|" .. tostring(select(2, json.decode(${luaString(bad)})))`);
-      const [count, value, message] = out.split("|");
-      assert.equal(count, "2", `${bad}: ${out}`);
+      const out = await lua(`select("#", json.decode(${luaString(bad)})) .. "|" .. tostring(json.decode(${luaString(bad)})) .. "|" .. math.type(select(2, json.decode(${luaString(bad)}))) .. "|" .. tostring(select(3, json.decode(${luaString(bad)})))`);
+      const [count, value, position, message] = out.split("|");
+      assert.equal(count, "3", `${bad}: ${out}`);
       assert.equal(value, "nil", `${bad}: ${out}`);
-      assert.match(message!, /position \d+/, `${bad}: ${out}`);
+      assert.equal(position, "integer", `${bad}: ${out}`);
+      assert.match(message!, /at line \d+, column \d+$|\(reached the end\)$/, `${bad}: ${out}`);
     }
   });
 
-  test("a non-string argument returns nil and a message", async () => {
-    assert.equal(await lua(`select(2, json.decode(nil))`), "json.decode expects a string, got nil");
-    assert.equal(await lua(`select(2, json.decode({}))`), "json.decode expects a string, got table");
+  test("a non-string argument returns nil, 1 and a message", async () => {
+    assert.equal(await lua(`select(2, json.decode(nil)) .. " " .. select(3, json.decode(nil))`), "1 json.decode expects a string, got nil");
+    assert.equal(await lua(`select(3, json.decode({}))`), "json.decode expects a string, got table");
   });
 
   test("with a start position, decode scans one value and returns the next position", async () => {
@@ -117,7 +119,7 @@ describe("json.decode", () => {
   });
 
   test("very deep nesting is refused, not a crash", async () => {
-    assert.match(await lua(`select(2, json.decode(string.rep("[", 5000) .. string.rep("]", 5000)))`), /too deeply nested/);
+    assert.match(await lua(`select(3, json.decode(string.rep("[", 5000) .. string.rep("]", 5000)))`), /^too deeply nested at line 1, column 1001$/);
   });
 
   test("a UTF-8 byte order mark is skipped", async () => {
