@@ -51,6 +51,29 @@ for (const dialect of DIALECTS) {
       assert.ok(inv.invoiceLogs.some((l) => /4999 cents USD paid/.test(l.log)));
     });
 
+    test("a delivery that failed is replayed hours later on its own receipt time: the signature's 5-minute tolerance still holds, and it applies", async () => {
+      const { store, invoice } = await setup();
+      const twoHoursAgo = Date.now() - 2 * 3_600_000;
+      h.clock.set(twoHoursAgo);
+      const body = JSON.stringify(sampleEvent<Event>("stripe", "checkout-session-completed", invoice.id));
+      const header = sign(body, SECRET, Math.floor(twoHoursAgo / 1000));
+      // The merchant's plugin was broken when the event arrived.
+      expectStatus(await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/stripe`, { source: 'error("bug in my plugin")' }), 200);
+      const failed = await deliver(store.id, body, header);
+      assert.equal(failed.statusCode, 500);
+      h.clock.set(Date.now());
+      // Fixed two hours later (the catalogue version again), then replayed.
+      expectStatus(await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/stripe`, { catalog: "stripe" }), 200);
+      const sim = (receivedAt?: string) =>
+        h.admin("POST", `/api/admin/stores/${store.id}/plugins/stripe/simulate`, { body, headers: { "stripe-signature": header }, ...(receivedAt ? { receivedAt } : {}) });
+      assert.equal((await sim()).json<{ error: { kind: string } | null }>().error?.kind, "rejected", "on today's clock the signature is stale");
+      assert.deepEqual((await sim(new Date(twoHoursAgo).toISOString())).json<{ result: unknown }>().result, { status: "pushInvoice", invoiceId: invoice.id, eventId: sampleEvent<Event>("stripe", "checkout-session-completed", invoice.id).id });
+      const replay = await h.admin("POST", `/api/admin/stores/${store.id}/deliveries/${String(failed.headers["x-delivery-id"])}/replay`);
+      expectStatus(replay, 200);
+      assert.equal(replay.json<{ status: number }>().status, 200, replay.body);
+      assert.equal((await invoiceState(h, store.key, invoice.id)).status, "completed");
+    });
+
     test("payment_intent.succeeded with metadata.invoiceId completes the invoice", async () => {
       const { store, invoice } = await setup();
       const body = JSON.stringify(sampleEvent("stripe", "payment-intent-succeeded", invoice.id));
