@@ -1,9 +1,12 @@
 // Webhook benchmark (issue 4): deliveries per second and p50/p99 latency at 32 connections through the real
 // app, with the Stripe-style plugin in the sandbox —
 //   · pushInvoice on distinct pending invoices, SQLite and PostgreSQL;
-//   · the ignore path, against the same route with the plugin logic in plain TypeScript (target ≥ 0.5×).
+//   · the ignore path, against the same route with the plugin logic in plain TypeScript (target ≥ 0.5×);
+//   · with --baseline DIR (a checkout of an earlier commit, with its node_modules), the same cases served by
+//     that checkout side by side in the same run: what this version's money path costs (durable commits,
+//     once-per-event claims) against the one before it.
 // Servers run in child processes, autocannon here; rounds alternate and medians are reported.
-//   node bench/webhook/run.ts [--rounds 3] [--duration 5] [--connections 32] [--dialects sqlite,postgres]
+//   node bench/webhook/run.ts [--rounds 3] [--duration 5] [--connections 32] [--dialects sqlite,postgres] [--baseline DIR]
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "32" },
     dialects: { type: "string", default: "sqlite,postgres" },
     invoices: { type: "string", default: "60000" },
+    baseline: { type: "string" },
   },
 });
 const rounds = Number(args.rounds);
@@ -30,8 +34,12 @@ const duration = Number(args.duration);
 const connections = Number(args.connections);
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
-async function startServer(dialect: string, mode: string, invoices: number): Promise<{ child: ChildProcess; ready: WebhookServerReady }> {
-  const child = fork(path.join(HERE, "server.ts"), ["--dialect", dialect, "--mode", mode, "--invoices", String(invoices)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+async function startServer(dialect: string, mode: string, invoices: number, root?: string): Promise<{ child: ChildProcess; ready: WebhookServerReady }> {
+  const script = root === undefined ? path.join(HERE, "server.ts") : path.join(path.resolve(root), "bench", "webhook", "server.ts");
+  const child = fork(script, ["--dialect", dialect, "--mode", mode, "--invoices", String(invoices)], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    ...(root === undefined ? {} : { cwd: path.resolve(root) }),
+  });
   const [ready] = (await once(child, "message")) as [WebhookServerReady];
   return { child, ready };
 }
@@ -78,44 +86,55 @@ const dialects = args.dialects.split(",").filter(Boolean);
 const results: Record<string, ReturnType<typeof summarize>> = {};
 const servers: ChildProcess[] = [];
 try {
-  // The ignore path: sandbox vs plain TypeScript, same route, lookups and delivery record (SQLite).
-  log("starting ignore-path servers (lua, ts) on sqlite");
-  const lua = await startServer("sqlite", "lua", 0);
-  const ts = await startServer("sqlite", "ts", 0);
-  servers.push(lua.child, ts.child);
+  // The ignore path: sandbox vs plain TypeScript (and the baseline's sandbox), same route, lookups and delivery record (SQLite).
+  log("starting ignore-path servers on sqlite");
+  const ignoreServers: [string, Awaited<ReturnType<typeof startServer>>][] = [
+    ["ignore, sandboxed Lua (sqlite)", await startServer("sqlite", "lua", 0)],
+    ["ignore, plain TypeScript (sqlite)", await startServer("sqlite", "ts", 0)],
+  ];
+  if (args.baseline) ignoreServers.push(["ignore, sandboxed Lua, baseline (sqlite)", await startServer("sqlite", "lua", 0, args.baseline)]);
+  servers.push(...ignoreServers.map(([, s]) => s.child));
   const ignoreBody = eventBody("customer.created", "none");
-  const ignore: Record<string, Sample[]> = { lua: [], ts: [] };
-  for (const s of [lua, ts]) await load(s.ready.port, s.ready.storeId, () => ignoreBody); // warm-up, not counted
+  const ignore = new Map<string, Sample[]>(ignoreServers.map(([name]) => [name, []]));
+  for (const [, s] of ignoreServers) await load(s.ready.port, s.ready.storeId, () => ignoreBody); // warm-up, not counted
   for (let r = 0; r < rounds; r++) {
-    for (const [name, s] of [["lua", lua], ["ts", ts]] as const) {
+    for (const [name, s] of ignoreServers) {
       const sample = await load(s.ready.port, s.ready.storeId, () => ignoreBody);
-      ignore[name]!.push(sample);
-      log(`ignore ${name} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx}`);
+      ignore.get(name)!.push(sample);
+      log(`${name} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx}`);
     }
   }
-  results["ignore, sandboxed Lua (sqlite)"] = summarize(ignore.lua!);
-  results["ignore, plain TypeScript (sqlite)"] = summarize(ignore.ts!);
-  for (const s of [lua, ts]) {
+  for (const [name, samples] of ignore) results[name] = summarize(samples);
+  for (const [, s] of ignoreServers) {
     s.child.disconnect();
     await once(s.child, "exit");
   }
 
-  // pushInvoice on distinct pending invoices, each dialect.
+  // pushInvoice on distinct pending invoices, each dialect (this version and the baseline in alternate rounds).
   for (const dialect of dialects) {
-    log(`starting push server on ${dialect} with ${args.invoices} pending invoices`);
-    const s = await startServer(dialect, "lua", Number(args.invoices));
-    servers.push(s.child);
-    let next = 0;
-    const samples: Sample[] = [];
+    log(`starting push server(s) on ${dialect} with ${args.invoices} pending invoices`);
+    const pushServers: [string, Awaited<ReturnType<typeof startServer>>][] = [[`pushInvoice, distinct invoices (${dialect})`, await startServer(dialect, "lua", Number(args.invoices))]];
+    if (args.baseline) pushServers.push([`pushInvoice, distinct invoices, baseline (${dialect})`, await startServer(dialect, "lua", Number(args.invoices), args.baseline)]);
+    servers.push(...pushServers.map(([, s]) => s.child));
+    const next = new Map<string, number>(pushServers.map(([name]) => [name, 0]));
+    const samples = new Map<string, Sample[]>(pushServers.map(([name]) => [name, []]));
     for (let r = 0; r < rounds; r++) {
-      const sample = await load(s.ready.port, s.ready.storeId, () => eventBody("payment_intent.succeeded", s.ready.invoiceIds[next++ % s.ready.invoiceIds.length]!));
-      samples.push(sample);
-      log(`push ${dialect} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx} (used ${next} invoices)`);
+      for (const [name, s] of pushServers) {
+        const sample = await load(s.ready.port, s.ready.storeId, () => {
+          const i = next.get(name)!;
+          next.set(name, i + 1);
+          return eventBody("payment_intent.succeeded", s.ready.invoiceIds[i % s.ready.invoiceIds.length]!);
+        });
+        samples.get(name)!.push(sample);
+        log(`${name} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx} (used ${next.get(name)} invoices)`);
+      }
     }
-    if (next > s.ready.invoiceIds.length) log(`WARNING: ran out of distinct invoices on ${dialect}; raise --invoices`);
-    results[`pushInvoice, distinct invoices (${dialect})`] = summarize(samples);
-    s.child.disconnect();
-    await once(s.child, "exit");
+    for (const [name, s] of pushServers) {
+      if (next.get(name)! > s.ready.invoiceIds.length) log(`WARNING: ran out of distinct invoices for ${name}; raise --invoices`);
+      results[name] = summarize(samples.get(name)!);
+      s.child.disconnect();
+      await once(s.child, "exit");
+    }
   }
 } finally {
   for (const c of servers) if (c.exitCode === null) c.kill();
@@ -128,9 +147,21 @@ const report = {
   settings: { rounds, duration, connections },
   results,
   ignoreRatio: Math.round(ratio * 100) / 100,
+  ...(args.baseline ? { versusBaseline: versusBaseline() } : {}),
 };
 mkdirSync(path.join(HERE, "results"), { recursive: true });
 writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, null, 2) + "\n");
 console.log("| case | median req/s | p50 ms | p99 ms | rounds (req/s) | non-2xx |\n|---|---|---|---|---|---|");
 for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.rounds.join(", ")} | ${r.non2xx} |`);
 console.log(`\nignore path, sandbox / plain TypeScript: ${report.ignoreRatio}× (target ≥ 0.5×)`);
+if (report.versusBaseline) for (const [name, r] of Object.entries(report.versusBaseline)) console.log(`${name}, this version / baseline: ${r}×`);
+
+/** Each case's median req/s over the baseline's, measured in the same run. */
+function versusBaseline(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, r] of Object.entries(results)) {
+    const base = results[name.replace(/ \(/, ", baseline (")];
+    if (!name.includes("baseline") && base) out[name] = Math.round((r.rps / base.rps) * 100) / 100;
+  }
+  return out;
+}
