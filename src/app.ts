@@ -16,6 +16,9 @@ import { ErrorSchema } from "./lib/schemas.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
+import { currentVersion } from "./versioning/registry.ts";
+import { installVersioning } from "./versioning/versioning.hook.ts";
+import { documentVersioning } from "./versioning/versioning.openapi.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -54,6 +57,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(CustomerInvoiceSchema);
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
+  // Before any route: its onRoute hook documents the 400 every route can now answer.
+  installVersioning(app, { apiNamespace: config.apiNamespace });
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
@@ -85,7 +90,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       openapi: "3.1.0",
       info: {
         title: "storefront",
-        version: "0.1.0",
+        version: currentVersion().version,
         description: "Customer and invoice read API, payment-plugin webhooks and administration of a storefront commerce service.",
       },
       components: {
@@ -95,6 +100,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         },
       },
     },
+    transformObject: documentVersioning,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
