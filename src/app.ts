@@ -57,13 +57,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(CustomerInvoiceSchema);
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
-  // Before any route: its onRoute hook documents the 400 every route can now answer.
-  installVersioning(app, { apiNamespace: config.apiNamespace });
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
   });
+  // After the request id (its 400 carries one), before any route (its onRoute hook documents that 400).
+  installVersioning(app, { apiNamespace: config.apiNamespace });
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     services.metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });

@@ -38,7 +38,10 @@ export interface ApiVersionDefinition {
    * transformResponse changes. Responses of other routes pass through without being parsed.
    */
   responseRoutes?: readonly string[];
-  /** Turns a response body of the next newer version into this version's. Gets a private copy; may mutate it. */
+  /**
+   * Turns a response body of the next newer version into this version's. Gets a private copy; may mutate it.
+   * Called for every status of the listed routes, errors included: look at route.status.
+   */
   transformResponse?(route: ResponseRoute, body: unknown): unknown;
   /** Turns an event of the next newer version into this version's. Gets a private copy; may mutate it. */
   transformEvent?(event: VersionedEvent): VersionedEvent;

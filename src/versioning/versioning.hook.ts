@@ -3,6 +3,7 @@
 // `Deprecation`/`Sunset` when that version is deprecated, and is reshaped when that version differs.
 // Responses in the current version are passed through untouched: no parse, no second serialization.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from "fastify";
+import { errorBody } from "../errors.ts";
 import { errorResponses } from "../lib/schemas.ts";
 import {
   type ApiVersion,
@@ -79,9 +80,17 @@ export function installVersioning(app: FastifyInstance, options: VersioningOptio
     } catch {
       return done(null, payload);
     }
-    // The parsed body is already a private copy: the steps may change it in place.
-    const out = renderResponseForVersion(version, { method: request.method, path, status: reply.statusCode }, body, { copied: true });
-    done(null, JSON.stringify(out));
+    let out: string;
+    try {
+      // The parsed body is already a private copy: the steps may change it in place.
+      out = JSON.stringify(renderResponseForVersion(version, { method: request.method, path, status: reply.statusCode }, body, { copied: true }));
+    } catch (err) {
+      // A step that fails is a bug: answered like any other, without internals, rather than in the wrong shape.
+      request.log.error({ err, apiVersion: version.version }, "response transform failed");
+      reply.code(500);
+      out = JSON.stringify(errorBody("internal_error", "Internal error; the request id identifies it in the logs", request.id));
+    }
+    done(null, out);
   };
   app.addHook("onSend", onSend);
 }
