@@ -5,7 +5,7 @@ import fastifyRateLimit from "@fastify/rate-limit";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./customers/customers.schemas.ts";
@@ -17,7 +17,7 @@ import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
 import { currentVersion } from "./versioning/registry.ts";
-import { installVersioning } from "./versioning/versioning.hook.ts";
+import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";
 import { documentVersioning } from "./versioning/versioning.openapi.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -41,6 +41,20 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
+    // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
+    // and the version header.
+    frameworkErrors: (error, request, reply) => {
+      const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+      const { status, code, message } = tooLong
+        ? { status: 400, code: "invalid_request" as const, message: "A path parameter is too long" }
+        : toErrorResponse(error);
+      if (status >= 500) request.log.error({ err: error }, "request failed");
+      void (reply as FastifyReply)
+        .code(status)
+        .header("x-request-id", request.id)
+        .header(VERSION_HEADER, currentVersion().version)
+        .send(errorBody(code, message, request.id));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const state = { closing: false };

@@ -157,6 +157,8 @@ for (const dialect of DIALECTS) {
         ["list 401 no key", await h.get("/api/service/customers")],
         ["list 403 scope", await h.get("/api/service/customers", limited.key)],
         ["404 unmatched route", await h.get("/api/service/nothing-here")],
+        ["400 undecodable URL", await h.get("/api/admin/stores/%zz/keys")],
+        ["400 path parameter too long", await h.get(`/api/admin/stores/${"s".repeat(150)}/keys`)],
         ["webhook 200", await deliverSigned(h, store.id, { type: "other" })],
         ["webhook 404 unknown plugin", await deliverSigned(h, store.id, { type: "other" }, "missing")],
         ["admin 201", await h.admin("POST", "/api/admin/stores", { name: "another" })],
@@ -172,10 +174,12 @@ for (const dialect of DIALECTS) {
         ["docs", await h.get("/docs/")],
       ];
       const statuses = responses.map(([, r]) => r.statusCode);
-      assert.deepEqual(statuses, [200, 200, 400, 401, 403, 404, 200, 404, 201, 200, 400, 401, 204, 400, 200, 200, 200, 200, 200]);
+      assert.deepEqual(statuses, [200, 200, 400, 401, 403, 404, 400, 400, 200, 404, 201, 200, 400, 401, 204, 400, 200, 200, 200, 200, 200]);
       for (const [what, r] of responses) {
         expectVersion(r, CURRENT, what);
         expectNotDeprecated(r);
+        assert.ok(r.headers["x-request-id"], `${what}: x-request-id`);
+        if (r.statusCode >= 400) assert.equal(r.json<{ error: { requestId: string } }>().error.requestId, r.headers["x-request-id"], `${what}: envelope`);
       }
     });
 
@@ -321,6 +325,30 @@ for (const dialect of DIALECTS) {
       const bad = await h.admin("POST", `/api/admin/stores/${store.id}/keys`, { version: "2019-01-01" });
       expectStatus(bad, 400);
       assert.equal(bad.json<{ error: Json }>().error.code, "unknown_version");
+    });
+
+    test("a version whose step fails answers 500 internal_error without internals, not the wrong shape", async () => {
+      const unregisterBroken = registerVersion({
+        version: "2026-02-01",
+        summary: "test only: a broken step",
+        responseRoutes: ["GET /api/{namespace}/invoices"],
+        transformResponse() {
+          throw new Error("secret internals");
+        },
+      });
+      try {
+        const r = await h.get("/api/service/invoices", store.key, { "storefront-version": "2026-02-01" });
+        expectStatus(r, 500);
+        const { error } = r.json<{ error: { code: string; message: string; requestId: string } }>();
+        assert.equal(error.code, "internal_error");
+        assert.doesNotMatch(r.body, /secret internals/);
+        assert.equal(error.requestId, r.headers["x-request-id"]);
+        expectVersion(r, "2026-02-01", "broken version");
+        // Its other routes are not touched by the broken step.
+        expectStatus(await h.get("/api/service/customers", store.key, { "storefront-version": "2026-02-01" }), 200);
+      } finally {
+        unregisterBroken();
+      }
     });
 
     test("a key whose version was retired is answered in the oldest version still served after it", async () => {
