@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import type { LightMyRequestResponse } from "fastify";
+import Fastify, { type LightMyRequestResponse } from "fastify";
 import {
   type VersionedEvent,
   currentVersion,
@@ -16,6 +16,7 @@ import {
   renderEventForVersion,
   versionForStored,
 } from "../src/versioning/registry.ts";
+import { installVersioning } from "../src/versioning/versioning.hook.ts";
 import { ADMIN_TOKEN, DIALECTS, createHarness, expectStatus, freshDatabase, type Harness } from "./helpers/harness.ts";
 import { SIGNED_PLUGIN, deliverSigned, installPlugin } from "./helpers/webhook.ts";
 
@@ -108,6 +109,28 @@ describe("events rendered for an endpoint's version", () => {
     const rendered = renderEventForVersion(TEST_VERSION, e);
     assert.deepEqual(rendered, { ...event(), data: { invoice: { id: "inv_1", total: 49.99, status: "completed" } } });
     assert.deepEqual(e, event());
+  });
+
+  test("the feed's events pass through the version's event steps in the one hook (a stand-in feed route)", async () => {
+    // The real feed (GET /api/{namespace}/events) comes from the events work; this route answers its shape.
+    const app = Fastify({ logger: false });
+    installVersioning(app, { apiNamespace: "shop" });
+    app.get("/api/shop/events", async () => ({ data: [event(), event()], pagination: { limit: 2, nextCursor: "c" } }));
+    app.get("/api/shop/events-nested", async () => ({ data: { events: [event()] }, pagination: { limit: 1, nextCursor: null } }));
+    await app.ready();
+    try {
+      const current = await app.inject({ method: "GET", url: "/api/shop/events" });
+      assert.deepEqual(current.json<{ data: VersionedEvent[] }>().data[0], event());
+      const old = await app.inject({ method: "GET", url: "/api/shop/events", headers: { "storefront-version": TEST_VERSION } });
+      const page = old.json<{ data: VersionedEvent[]; pagination: Json }>();
+      assert.deepEqual(page.data.map((e) => e.data.invoice), [{ id: "inv_1", total: 49.99, status: "completed" }, { id: "inv_1", total: 49.99, status: "completed" }]);
+      assert.deepEqual(page.pagination, { limit: 2, nextCursor: "c" });
+      expectDeprecated(old);
+      const other = await app.inject({ method: "GET", url: "/api/shop/events-nested", headers: { "storefront-version": TEST_VERSION } });
+      assert.equal((other.json<{ data: { events: VersionedEvent[] } }>().data.events[0]!.data.invoice as Json).totalInUsd, 49.99, "another route is not the feed");
+    } finally {
+      await app.close();
+    }
   });
 
   test("an endpoint remembering a retired version is sent the oldest version still served after it", () => {

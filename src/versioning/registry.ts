@@ -64,6 +64,9 @@ const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
 
 export const routeKey = (method: string, path: string | null): string => `${method} ${path ?? "*"}`;
 
+/** The event feed: its events are rendered with the version's event steps, like an endpoint's. */
+export const FEED_ROUTE = "GET /api/{namespace}/events";
+
 const definitions = new Map<string, ApiVersionDefinition>();
 let compiled: { byName: Map<string, ApiVersion>; ordered: ApiVersion[] } | null = null;
 
@@ -73,6 +76,7 @@ function compile(): { byName: Map<string, ApiVersion>; ordered: ApiVersion[] } {
   const ordered: ApiVersion[] = newestFirst.map((def, i) => {
     const chain = newestFirst.slice(1, i + 1);
     const routes = new Set(chain.flatMap((step) => (step.transformResponse ? (step.responseRoutes ?? ["*"]) : [])));
+    if (chain.some((step) => step.transformEvent !== undefined)) routes.add(FEED_ROUTE);
     const everything = routes.has("*");
     return {
       version: def.version,
@@ -156,11 +160,20 @@ export function renderResponseForVersion(version: ApiVersion, route: ResponseRou
   if (!version.touches(key)) return body;
   let out = options.copied ? body : structuredClone(body);
   for (const step of version.chain) {
+    if (step.transformEvent && key === FEED_ROUTE && route.status === 200) renderFeedEvents(out, step.transformEvent);
     if (step.transformResponse && (step.responseRoutes === undefined || step.responseRoutes.includes("*") || step.responseRoutes.includes(key))) {
       out = step.transformResponse(route, out);
     }
   }
   return out;
+}
+
+/** The feed page's events (`data` or `data.events`), each replaced by the step's rendering. */
+function renderFeedEvents(page: unknown, step: (event: VersionedEvent) => VersionedEvent): void {
+  const data = (page as { data?: unknown } | null)?.data;
+  const events = Array.isArray(data) ? data : Array.isArray((data as { events?: unknown } | null)?.events) ? (data as { events: unknown[] }).events : null;
+  if (events === null) return;
+  for (let i = 0; i < events.length; i++) events[i] = step(events[i] as VersionedEvent);
 }
 
 /**
