@@ -2,12 +2,12 @@
 // memory through the list route's response schema, on a bare Fastify app with the versioning hooks
 // installed (`on`) or not (`off`). The `on` app also knows a bench-only older version that renames a field,
 // so that pinned requests measure the reshaping path. Started by run.ts with fork().
-import Fastify from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { CustomerSchema, ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "../../src/invoices/invoices.schemas.ts";
 import { ErrorSchema } from "../../src/lib/schemas.ts";
-import { registerVersion } from "../../src/versioning/registry.ts";
+import { findVersion, registerVersion } from "../../src/versioning/registry.ts";
 import { installVersioning } from "../../src/versioning/versioning.hook.ts";
 
 export const PAGE_PATH = "/api/service/customers";
@@ -59,11 +59,12 @@ export function page(): { data: { customers: unknown[] }; pagination: { limit: n
   return { data: { customers }, pagination: { limit: 100, nextCursor: "eyJjIjoxNzA0MDY3MjAwMDAwLCJpIjoiY3VzXzAwMDAwMDAwMDAwMDAwMDAwMDk5In0" } };
 }
 
-async function start(mode: "on" | "off"): Promise<void> {
+/** The page's app, with or without the versioning hooks (the bench-only old version registered once). */
+export async function pageApp(mode: "on" | "off"): Promise<FastifyInstance> {
   const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>();
   for (const schema of [ErrorSchema, CustomerInvoiceSchema, InvoiceSchema, CustomerSchema]) app.addSchema(schema);
   if (mode === "on") {
-    registerVersion({
+    if (findVersion(OLD_VERSION) === null) registerVersion({
       version: OLD_VERSION,
       summary: "bench only: customers' email was emailAddress",
       deprecatedAt: new Date("2026-11-23T00:00:00Z"),
@@ -82,6 +83,12 @@ async function start(mode: "on" | "off"): Promise<void> {
   }
   const body = page();
   app.get(PAGE_PATH, { schema: { response: ListCustomersSchema.response } }, async () => body);
+  await app.ready();
+  return app;
+}
+
+async function start(mode: "on" | "off"): Promise<void> {
+  const app = await pageApp(mode);
   await app.listen({ port: 0, host: "127.0.0.1" });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;
@@ -103,7 +110,8 @@ async function start(mode: "on" | "off"): Promise<void> {
   });
 }
 
-process.once("message", (mode: "on" | "off") => {
+// Only when forked by run.ts (inject.ts imports pageApp from here).
+if (process.send !== undefined) process.once("message", (mode: "on" | "off") => {
   start(mode).catch((err: unknown) => {
     process.stderr.write(`benchmark server failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);

@@ -5,7 +5,7 @@ import type { Kysely, Selectable } from "kysely";
 import type { ApiKeysTable, Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
-import { currentVersion, findVersion, unknownVersionError } from "../versioning/registry.ts";
+import { versionToRemember } from "../versioning/registry.ts";
 
 export const SCOPES = ["customers:read", "invoices:read"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -101,8 +101,7 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       if (unknown.length > 0 || scopes.length === 0) {
         throw new AppError("invalid_request", `scopes must be a non-empty list of ${SCOPES.join(", ")}`, { param: "scopes" });
       }
-      const version = options.version ?? currentVersion().version;
-      if (findVersion(version) === null) throw unknownVersionError(version, "version");
+      const version = versionToRemember(options.version);
       const key = KEY_PREFIX + randomBytes(32).toString("base64url");
       const id = newId("key");
       const unique = [...new Set(scopes)] as Scope[];
@@ -128,10 +127,9 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       return rows.map(toKeyInfo);
     },
     async setKeyVersion(storeId, keyId, version) {
-      if (findVersion(version) === null) throw unknownVersionError(version, "version");
       const row = await db
         .updateTable("api_keys")
-        .set({ api_version: version })
+        .set({ api_version: versionToRemember(version) })
         .where("id", "=", keyId)
         .where("store_id", "=", storeId)
         .returningAll()

@@ -141,6 +141,16 @@ export function unknownVersionError(given: string, param: string): AppError {
 }
 
 /**
+ * The version a key or endpoint is to remember, at creation or when changed: the one asked for, which must
+ * be served (else 400 unknown_version on `param`), or the current one.
+ */
+export function versionToRemember(asked: string | undefined, param = "version"): string {
+  if (asked === undefined) return currentVersion().version;
+  if (findVersion(asked) === null) throw unknownVersionError(asked, param);
+  return asked;
+}
+
+/**
  * The version to answer something that remembered `name` (a key, an endpoint): that version while it is
  * served; once it has been retired, the oldest version still served after it, since that is the closest shape.
  */
@@ -160,7 +170,7 @@ export function renderResponseForVersion(version: ApiVersion, route: ResponseRou
   if (!version.touches(key)) return body;
   let out = options.copied ? body : structuredClone(body);
   for (const step of version.chain) {
-    if (step.transformEvent && key === FEED_ROUTE && route.status === 200) renderFeedEvents(out, step.transformEvent);
+    if (step.transformEvent && key === FEED_ROUTE && route.status === 200) renderFeedEvents(out, (e) => step.transformEvent!(e));
     if (step.transformResponse && (step.responseRoutes === undefined || step.responseRoutes.includes("*") || step.responseRoutes.includes(key))) {
       out = step.transformResponse(route, out);
     }

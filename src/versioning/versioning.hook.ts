@@ -35,7 +35,7 @@ export interface VersioningOptions {
   apiNamespace: string;
 }
 
-/** Installs the version hooks on the root instance; call before any route is registered. */
+/** Installs the version hooks on the root instance: after the request-id hook, before any route. */
 export function installVersioning(app: FastifyInstance, options: VersioningOptions): void {
   const namespacePrefix = `/api/${options.apiNamespace}/`;
   app.decorateRequest("apiVersion", null);
@@ -45,7 +45,8 @@ export function installVersioning(app: FastifyInstance, options: VersioningOptio
   app.addHook("onRoute", (route) => {
     const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
     if (schema?.response === undefined || schema.hide === true || schema.response["400"] !== undefined || schema.response["4xx"] !== undefined) return;
-    schema.response = { ...schema.response, ...errorResponses(400) };
+    // A copy: route modules share their schema objects (benchmarks build other apps from them).
+    route.schema = { ...schema, response: { ...schema.response, ...errorResponses(400) } };
   });
 
   app.addHook("onRequest", async (request) => {
