@@ -3,6 +3,7 @@
 // installed (`on`) or not (`off`). The `on` app also knows a bench-only older version that renames a field,
 // so that pinned requests measure the reshaping path. Started by run.ts with fork().
 import Fastify, { type FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { CustomerSchema, ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "../../src/invoices/invoices.schemas.ts";
@@ -12,6 +13,7 @@ import { installVersioning } from "../../src/versioning/versioning.hook.ts";
 
 export const PAGE_PATH = "/api/service/customers";
 export const OLD_VERSION = "2026-06-01";
+export const TINY_PATH = "/api/service/ping";
 
 export interface ServerReady {
   port: number;
@@ -83,6 +85,8 @@ export async function pageApp(mode: "on" | "off"): Promise<FastifyInstance> {
   }
   const body = page();
   app.get(PAGE_PATH, { schema: { response: ListCustomersSchema.response } }, async () => body);
+  // A tiny answer, where the hooks' fixed cost per request is the largest share.
+  app.get(TINY_PATH, { schema: { response: { 200: Type.Object({ status: Type.String() }) } } }, async () => ({ status: "ok" }));
   await app.ready();
   return app;
 }
