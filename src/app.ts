@@ -20,6 +20,9 @@ import { ErrorSchema } from "./lib/schemas.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
+import { currentVersion } from "./versioning/registry.ts";
+import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";
+import { documentVersioning } from "./versioning/versioning.openapi.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
@@ -46,12 +49,19 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
-    // The router's own refusals (a path parameter over maxParamLength, a malformed URL) get the envelope too.
-    frameworkErrors: (error, request, reply: FastifyReply) => {
+    // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
+    // and the version header.
+    frameworkErrors: (error, request, reply) => {
       const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
-      const code: ErrorCode = tooLong ? "uri_too_long" : "invalid_request";
-      reply.header("x-request-id", request.id);
-      void reply.code(tooLong ? 414 : 400).send(errorBody(code, tooLong ? "A path parameter is longer than 100 characters" : "The URL is malformed", request.id));
+      const { status, code, message } = tooLong
+        ? { status: 414, code: "uri_too_long" as const, message: "A path parameter is longer than 100 characters" }
+        : toErrorResponse(error);
+      if (status >= 500) request.log.error({ err: error }, "request failed");
+      void (reply as FastifyReply)
+        .code(status)
+        .header("x-request-id", request.id)
+        .header(VERSION_HEADER, currentVersion().version)
+        .send(errorBody(code, message, request.id));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -98,6 +108,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("preHandler", async (request) => {
     assertStorable({ query: request.query, params: request.params, body: request.body });
   });
+  // After the request id (its 400 carries one), before any route (its onRoute hook documents that 400).
+  installVersioning(app, { apiNamespace: config.apiNamespace });
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     services.metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
@@ -128,7 +140,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       openapi: "3.1.0",
       info: {
         title: "storefront",
-        version: "0.1.0",
+        version: currentVersion().version,
         description: "Customer and invoice read API, payment-plugin webhooks and administration of a storefront commerce service.",
       },
       components: {
@@ -138,6 +150,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         },
       },
     },
+    transformObject: documentVersioning,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });

@@ -2,6 +2,7 @@
 // {"error":{"code","message","requestId","param"?}}. 5xx details are logged, never sent.
 export const errorStatus = {
   invalid_request: 400,
+  unknown_version: 400,
   unauthorized: 401,
   webhook_rejected: 401,
   forbidden: 403,

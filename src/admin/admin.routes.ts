@@ -12,6 +12,19 @@ import { requireAdmin } from "./admin.auth.ts";
 const StoreParams = Type.Object({ storeId: Type.String() });
 const StoreSchema = Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.String({ format: "date-time" }) });
 const ScopeSchema = Type.String({ enum: [...SCOPES] });
+const KEY_VERSION = "API version (YYYY-MM-DD) the key is answered in unless a request pins another; one of the versions the service serves.";
+const KeyVersionSchema = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: KEY_VERSION, examples: ["2026-11-23"] });
+// Input without a pattern: a version the service does not serve is answered 400 unknown_version naming those it does.
+const KeyVersionInput = Type.String({ minLength: 1, maxLength: 100, description: KEY_VERSION, examples: ["2026-11-23"] });
+const KeyInfoSchema = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  prefix: Type.String(),
+  scopes: Type.Array(ScopeSchema),
+  createdAt: Type.String(),
+  revokedAt: Nullable(Type.String()),
+  version: KeyVersionSchema,
+});
 
 export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -49,11 +62,18 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           params: StoreParams,
           body: Type.Optional(
             Type.Object(
-              { scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1 })), name: Type.Optional(Type.String({ maxLength: 200 })) },
+              {
+                scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1 })),
+                name: Type.Optional(Type.String({ maxLength: 200 })),
+                version: Type.Optional(KeyVersionInput),
+              },
               { additionalProperties: false },
             ),
           ),
-          response: { 201: Type.Object({ id: Type.String(), key: Type.String(), scopes: Type.Array(ScopeSchema) }), ...errorResponses(400, 401, 404) },
+          response: {
+            201: Type.Object({ id: Type.String(), key: Type.String(), scopes: Type.Array(ScopeSchema), version: KeyVersionSchema }),
+            ...errorResponses(400, 401, 404),
+          },
         },
       },
       async (request, reply) => {
@@ -61,6 +81,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
         const created = await services.stores.createKey(request.params.storeId, {
           ...(body.scopes ? { scopes: body.scopes } : {}),
           ...(body.name ? { name: body.name } : {}),
+          ...(body.version ? { version: body.version } : {}),
         });
         return reply.code(201).send(created);
       },
@@ -75,23 +96,27 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           summary: "List a store's API keys (never the keys themselves)",
           params: StoreParams,
           response: {
-            200: Type.Object({
-              data: Type.Array(
-                Type.Object({
-                  id: Type.String(),
-                  name: Nullable(Type.String()),
-                  prefix: Type.String(),
-                  scopes: Type.Array(ScopeSchema),
-                  createdAt: Type.String(),
-                  revokedAt: Nullable(Type.String()),
-                }),
-              ),
-            }),
+            200: Type.Object({ data: Type.Array(KeyInfoSchema) }),
             ...errorResponses(401, 404),
           },
         },
       },
       async (request) => ({ data: await services.stores.listKeys(request.params.storeId) }),
+    );
+
+    app.patch(
+      "/stores/:storeId/keys/:keyId",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Change the API version a key is answered in",
+          params: Type.Object({ storeId: Type.String(), keyId: Type.String() }),
+          body: Type.Object({ version: KeyVersionInput }, { additionalProperties: false }),
+          response: { 200: KeyInfoSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => services.stores.setKeyVersion(request.params.storeId, request.params.keyId, request.body.version),
     );
 
     app.delete(

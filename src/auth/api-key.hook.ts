@@ -1,8 +1,10 @@
 // The read API's authentication: `Authorization: <key>` or `Authorization: Bearer <key>`, a key of one
-// store with the route's scope. Runs as the route's first hook, before validation and rate limiting.
+// store with the route's scope. Runs as the route's first hook, before validation and rate limiting. The
+// key's remembered API version applies from here on unless the request pinned one.
 import type { FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { AppError } from "../errors.ts";
 import type { AuthenticatedKey, Scope, StoresService } from "../stores/stores.service.ts";
+import { answerInKeyVersion } from "../versioning/versioning.hook.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -26,6 +28,7 @@ export function requireApiKey(stores: StoresService, scope: Scope): onRequestAsy
     }
     const key = await stores.authenticate(token);
     if (key === null) throw new AppError("unauthorized", "Unknown or revoked API key");
+    answerInKeyVersion(request, key.version);
     if (!key.scopes.has(scope)) throw new AppError("forbidden", `This key lacks the ${scope} scope`);
     request.apiKey = key;
   };

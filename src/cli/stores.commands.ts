@@ -1,5 +1,7 @@
-// `storefront migrate`, `storefront stores create|list`, `storefront keys create|list|revoke`.
+// `storefront migrate`, `storefront stores create|list`, `storefront keys create|list|revoke|set-version`,
+// `storefront versions`.
 import type { Command } from "commander";
+import { knownVersions } from "../versioning/registry.ts";
 import { printJson, printTable, withServices } from "./context.ts";
 
 export function registerStoreCommands(program: Command): void {
@@ -33,11 +35,13 @@ export function registerStoreCommands(program: Command): void {
     .requiredOption("--store <storeId>", "store id")
     .option("--scopes <scopes>", "comma-separated: customers:read,invoices:read (default: both)")
     .option("--name <name>", "a label for the key")
-    .action(async (opts: { store: string; scopes?: string; name?: string }) => {
+    .option("--api-version <version>", "API version the key is answered in (default: the current one)")
+    .action(async (opts: { store: string; scopes?: string; name?: string; apiVersion?: string }) => {
       await withServices(async (s) => {
         const created = await s.stores.createKey(opts.store, {
           ...(opts.scopes ? { scopes: opts.scopes.split(",").map((x) => x.trim()) } : {}),
           ...(opts.name ? { name: opts.name } : {}),
+          ...(opts.apiVersion ? { version: opts.apiVersion } : {}),
         });
         printJson(created);
       });
@@ -49,8 +53,17 @@ export function registerStoreCommands(program: Command): void {
     .action(async (opts: { store: string }) => {
       await withServices(async (s) => {
         const rows = (await s.stores.listKeys(opts.store)).map((k) => ({ ...k, scopes: k.scopes.join(",") }));
-        printTable(rows, ["id", "prefix", "name", "scopes", "createdAt", "revokedAt"]);
+        printTable(rows, ["id", "prefix", "name", "scopes", "version", "createdAt", "revokedAt"]);
       });
+    });
+  keys
+    .command("set-version")
+    .description("change the API version a key is answered in")
+    .requiredOption("--store <storeId>", "store id")
+    .requiredOption("--key <keyId>", "key id")
+    .requiredOption("--api-version <version>", "one of the versions `storefront versions` lists")
+    .action(async (opts: { store: string; key: string; apiVersion: string }) => {
+      await withServices(async (s) => printJson(await s.stores.setKeyVersion(opts.store, opts.key, opts.apiVersion)));
     });
   keys
     .command("revoke")
@@ -62,5 +75,18 @@ export function registerStoreCommands(program: Command): void {
         await s.stores.revokeKey(opts.store, opts.key);
         process.stdout.write(`revoked ${opts.key}\n`);
       });
+    });
+
+  program
+    .command("versions")
+    .description("list the API versions this service serves, newest (current) first")
+    .action(() => {
+      const rows = knownVersions().map((v) => ({
+        version: v.version,
+        current: v.current ? "yes" : "",
+        sunset: v.deprecationHeaders?.sunset ?? null,
+        summary: v.summary,
+      }));
+      printTable(rows, ["version", "current", "sunset", "summary"]);
     });
 }

@@ -8,6 +8,7 @@ import * as m0002 from "./migrations/0002_plugins.ts";
 import * as m0003 from "./migrations/0003_child_page_order.ts";
 import * as m0004 from "./migrations/0004_covering_id_filter.ts";
 import * as m0005 from "./migrations/0005_applied_events.ts";
+import * as m0007 from "./migrations/0007_key_api_version.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -22,6 +23,7 @@ const migrations: Record<string, MigrationModule> = {
   "0003_child_page_order": m0003,
   "0004_covering_id_filter": m0004,
   "0005_applied_events": m0005,
+  "0007_key_api_version": m0007,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -21,6 +21,8 @@ export interface ApiKeysTable {
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
+  /** The API version (`YYYY-MM-DD`) the key is answered in unless a request pins another. */
+  api_version: Generated<string>;
 }
 
 export interface CustomersTable {

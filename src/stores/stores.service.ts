@@ -1,10 +1,11 @@
 // Stores and their API keys. A key is random, shown once, stored only as its SHA-256 (a 256-bit random
 // secret needs no slow hash), belongs to exactly one store, carries scopes, and can be revoked.
 import { createHash, randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Kysely, Selectable } from "kysely";
+import type { ApiKeysTable, Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
+import { versionToRemember } from "../versioning/registry.ts";
 
 export const SCOPES = ["customers:read", "invoices:read"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -23,12 +24,15 @@ export interface ApiKeyInfo {
   scopes: Scope[];
   createdAt: string;
   revokedAt: string | null;
+  /** The API version the key is answered in unless a request pins another. */
+  version: string;
 }
 
 export interface AuthenticatedKey {
   keyId: string;
   storeId: string;
   scopes: ReadonlySet<string>;
+  version: string;
 }
 
 const KEY_PREFIX = "sk_";
@@ -40,8 +44,14 @@ export interface StoresService {
   listStores(): Promise<Store[]>;
   getStore(id: string): Promise<Store | null>;
   requireStore(id: string): Promise<Store>;
-  createKey(storeId: string, options?: { scopes?: readonly string[]; name?: string }): Promise<{ id: string; key: string; scopes: Scope[] }>;
+  /** A new key remembers the current API version unless given another known one. */
+  createKey(
+    storeId: string,
+    options?: { scopes?: readonly string[]; name?: string; version?: string },
+  ): Promise<{ id: string; key: string; scopes: Scope[]; version: string }>;
   listKeys(storeId: string): Promise<ApiKeyInfo[]>;
+  /** Moves a key to another known API version. */
+  setKeyVersion(storeId: string, keyId: string, version: string): Promise<ApiKeyInfo>;
   revokeKey(storeId: string, keyId: string): Promise<void>;
   /** The key's store and scopes, or null for an unknown or revoked key. */
   authenticate(key: string): Promise<AuthenticatedKey | null>;
@@ -52,6 +62,17 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
     id: r.id,
     name: r.name,
     createdAt: new Date(r.created_at).toISOString(),
+  });
+
+  const toKeyInfo = (r: Selectable<ApiKeysTable>): ApiKeyInfo => ({
+    id: r.id,
+    storeId: r.store_id,
+    name: r.name,
+    prefix: r.key_prefix,
+    scopes: r.scopes.split(" ") as Scope[],
+    createdAt: new Date(r.created_at).toISOString(),
+    revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at).toISOString(),
+    version: r.api_version,
   });
 
   const service: StoresService = {
@@ -80,6 +101,7 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       if (unknown.length > 0 || scopes.length === 0) {
         throw new AppError("invalid_request", `scopes must be a non-empty list of ${SCOPES.join(", ")}`, { param: "scopes" });
       }
+      const version = versionToRemember(options.version);
       const key = KEY_PREFIX + randomBytes(32).toString("base64url");
       const id = newId("key");
       const unique = [...new Set(scopes)] as Scope[];
@@ -94,22 +116,26 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
           scopes: unique.join(" "),
           created_at: now(),
           revoked_at: null,
+          api_version: version,
         })
         .execute();
-      return { id, key, scopes: unique };
+      return { id, key, scopes: unique, version };
     },
     async listKeys(storeId) {
       await service.requireStore(storeId);
       const rows = await db.selectFrom("api_keys").selectAll().where("store_id", "=", storeId).orderBy("created_at").orderBy("id").execute();
-      return rows.map((r) => ({
-        id: r.id,
-        storeId: r.store_id,
-        name: r.name,
-        prefix: r.key_prefix,
-        scopes: r.scopes.split(" ") as Scope[],
-        createdAt: new Date(r.created_at).toISOString(),
-        revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at).toISOString(),
-      }));
+      return rows.map(toKeyInfo);
+    },
+    async setKeyVersion(storeId, keyId, version) {
+      const row = await db
+        .updateTable("api_keys")
+        .set({ api_version: versionToRemember(version) })
+        .where("id", "=", keyId)
+        .where("store_id", "=", storeId)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
+      return toKeyInfo(row);
     },
     async revokeKey(storeId, keyId) {
       const result = await db
@@ -128,11 +154,11 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
       const row = await db
         .selectFrom("api_keys")
-        .select(["id", "store_id", "scopes", "revoked_at"])
+        .select(["id", "store_id", "scopes", "revoked_at", "api_version"])
         .where("key_hash", "=", hashApiKey(key))
         .executeTakeFirst();
       if (!row || row.revoked_at !== null) return null;
-      return { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")) };
+      return { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")), version: row.api_version };
     },
   };
   return service;
