@@ -24,6 +24,8 @@ export interface Config {
   webhookRateLimit: { max: number; windowMs: number };
   webhookBodyLimitBytes: number;
   deliveryRetentionDays: number;
+  /** Pending invoices expire this long after creation; 0 turns expiry off. */
+  invoicePaymentWindowMinutes: number;
   trustProxy: boolean;
   plugin: PluginLimitsConfig;
 }
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
+    invoicePaymentWindowMinutes: int("INVOICE_PAYMENT_WINDOW_MINUTES", 60, 0, 525_600),
     trustProxy: bool("TRUST_PROXY", false),
     plugin: {
       poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),

@@ -7,6 +7,7 @@ import { createCustomersRepository, type CustomersRepository } from "./customers
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
+import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
@@ -28,6 +29,8 @@ export interface Services {
   stores: StoresService;
   customers: CustomersRepository & CustomersService;
   invoices: InvoicesRepository & InvoicesService;
+  /** Cancel, refund, and the payment window's expiry. */
+  invoiceLifecycle: InvoiceLifecycleService;
   plugins: PluginsService;
   deliveries: DeliveriesRepository;
   webhooks: WebhookService;
@@ -83,6 +86,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     stores: createStoresService(db.kysely, now),
     customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
+    invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
     plugins,
     deliveries,
     webhooks,

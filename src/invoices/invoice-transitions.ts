@@ -1,10 +1,12 @@
-// Applies a plugin's pushInvoice / disputeInvoice to an invoice: the status change, its log line, the
-// run's log lines and the delivery record commit together or not at all. The change is a compare-and-set
-// on the status read, so concurrent deliveries (in one process or many on one PostgreSQL) change an
-// invoice at most once; a loser re-reads and answers "already applied".
+// Applies an action to an invoice through the state machine (invoice-state.ts): the status change, its
+// log line, any extra log lines and the caller's record (a delivery) commit together or not at all.
+// Every status change of the service comes through `transitionInTransaction`, the one place where a
+// change is written: plugin results, expiry, cancel and refund. The change is a compare-and-set on the
+// status read, so concurrent actions (in one process or many on one PostgreSQL) change an invoice at
+// most once; a loser re-reads and sees "already" or "invalid".
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { decideTransition, isInvoiceStatus, type PluginAction } from "./invoice-state.ts";
+import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -21,52 +23,98 @@ export type TransitionResult =
 export interface ApplyInput {
   storeId: string;
   invoiceId: string;
-  action: PluginAction;
+  action: InvoiceAction;
   /** The transition's own line, given the statuses. */
   describe: (from: InvoiceStatus, to: InvoiceStatus) => TransitionLogLine;
-  /** The run's log() lines: appended to the invoice whatever the outcome, when the invoice exists. */
-  runLogs: TransitionLogLine[];
+  /** A plugin run's log() lines: appended to the invoice whatever the outcome, when the invoice exists. */
+  runLogs?: TransitionLogLine[];
   /** Written in the same transaction (the delivery record), once the outcome is known. */
   record?: (tx: Transaction<Database>, result: TransitionResult) => Promise<void>;
 }
 
 const MAX_ATTEMPTS = 5;
 
-export async function applyPluginAction(db: Kysely<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult> {
+/**
+ * One attempt inside the caller's transaction. "retry" means the status changed between the read and the
+ * compare-and-set: nothing was written, and the caller's transaction should be retried as a whole.
+ */
+export async function transitionInTransaction(tx: Transaction<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult | "retry"> {
+  const row = await tx.selectFrom("invoices").select(["status"]).where("id", "=", input.invoiceId).where("store_id", "=", input.storeId).executeTakeFirst();
+  if (!row) {
+    const result: TransitionResult = { kind: "not_found" };
+    await input.record?.(tx, result);
+    return result;
+  }
+  if (!isInvoiceStatus(row.status)) throw new Error(`invoice ${input.invoiceId} has unknown status ${row.status}`);
+  const decision = decideTransition(row.status, input.action);
+  const t = now();
+  let result: TransitionResult;
+  const lines: TransitionLogLine[] = [...(input.runLogs ?? [])];
+  if (decision.kind === "change") {
+    const updated = await tx
+      .updateTable("invoices")
+      .set({ status: decision.to, updated_at: t })
+      .where("id", "=", input.invoiceId)
+      .where("store_id", "=", input.storeId)
+      .where("status", "=", row.status)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1) return "retry"; // another action changed it first
+    result = { kind: "changed", from: row.status, to: decision.to };
+    lines.push(input.describe(row.status, decision.to));
+  } else {
+    result = decision.kind === "already" ? { kind: "already", status: row.status } : { kind: "invalid", status: row.status };
+  }
+  if (lines.length > 0) {
+    await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
+  }
+  await input.record?.(tx, result);
+  return result;
+}
+
+/** Applies one action in its own transaction, retrying when another action changed the invoice first. */
+export async function applyTransition(db: Kysely<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const outcome = await db.transaction().execute(async (tx): Promise<TransitionResult | "retry"> => {
-      const row = await tx.selectFrom("invoices").select(["status"]).where("id", "=", input.invoiceId).where("store_id", "=", input.storeId).executeTakeFirst();
-      if (!row) {
-        const result: TransitionResult = { kind: "not_found" };
-        await input.record?.(tx, result);
-        return result;
-      }
-      if (!isInvoiceStatus(row.status)) throw new Error(`invoice ${input.invoiceId} has unknown status ${row.status}`);
-      const decision = decideTransition(row.status, input.action);
-      const t = now();
-      let result: TransitionResult;
-      const lines: TransitionLogLine[] = [...input.runLogs];
-      if (decision.kind === "change") {
-        const updated = await tx
-          .updateTable("invoices")
-          .set({ status: decision.to, updated_at: t })
-          .where("id", "=", input.invoiceId)
-          .where("store_id", "=", input.storeId)
-          .where("status", "=", row.status)
-          .executeTakeFirst();
-        if (Number(updated.numUpdatedRows) !== 1) return "retry"; // another delivery changed it first
-        result = { kind: "changed", from: row.status, to: decision.to };
-        lines.push(input.describe(row.status, decision.to));
-      } else {
-        result = decision.kind === "already" ? { kind: "already", status: row.status } : { kind: "invalid", status: row.status };
-      }
-      if (lines.length > 0) {
-        await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
-      }
-      await input.record?.(tx, result);
-      return result;
-    });
+    const outcome = await db.transaction().execute((tx) => transitionInTransaction(tx, input, now));
     if (outcome !== "retry") return outcome;
   }
   throw new Error(`invoice ${input.invoiceId}: status kept changing under ${MAX_ATTEMPTS} attempts`);
+}
+
+/** The webhook's name for applyTransition (a plugin's pushInvoice / disputeInvoice). */
+export const applyPluginAction = applyTransition;
+
+export interface ExpireBatchInput {
+  /** Invoices created before this instant (epoch ms) and still pending expire. */
+  createdBefore: number;
+  limit: number;
+  /** PostgreSQL: claim the batch with FOR UPDATE SKIP LOCKED so concurrent processes take different rows. */
+  skipLocked: boolean;
+  describe: (from: InvoiceStatus, to: InvoiceStatus) => TransitionLogLine;
+}
+
+/**
+ * Claims up to `limit` pending invoices past their payment window and expires each through
+ * transitionInTransaction, all in one transaction. Returns the invoices it expired (and how many it
+ * claimed, so the caller knows whether to take another batch).
+ */
+export async function expireBatch(db: Kysely<Database>, input: ExpireBatchInput, now: () => number): Promise<{ claimed: number; expired: { storeId: string; invoiceId: string }[] }> {
+  return db.transaction().execute(async (tx) => {
+    let claim = tx
+      .selectFrom("invoices")
+      .select(["id", "store_id"])
+      .where("status", "=", "pending")
+      .where("created_at", "<", input.createdBefore)
+      .orderBy("created_at")
+      .limit(input.limit);
+    if (input.skipLocked) claim = claim.forUpdate().skipLocked();
+    const rows = await claim.execute();
+    const expired: { storeId: string; invoiceId: string }[] = [];
+    for (const row of rows) {
+      const result = await transitionInTransaction(tx, { storeId: row.store_id, invoiceId: row.id, action: "expire", describe: input.describe }, now);
+      // A claimed row cannot change under us on PostgreSQL (locked), nor on SQLite (one writer): "retry"
+      // would only mean someone else expired or paid it, so it is skipped.
+      if (result !== "retry" && result.kind === "changed") expired.push({ storeId: row.store_id, invoiceId: row.id });
+    }
+    return { claimed: rows.length, expired };
+  });
 }
