@@ -1,6 +1,7 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
 import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
+import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
 import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
@@ -19,5 +20,6 @@ registerSeedCommand(program);
 registerPluginCommands(program);
 registerPluginTestCommand(program); // adds `plugins test` to the command above
 registerInvoiceCommands(program);
+registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
 
 program.parseAsync(process.argv).catch(reportCliError);

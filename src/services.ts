@@ -36,6 +36,8 @@ export interface Services {
   webhooks: WebhookService;
   sandbox: Sandbox;
   metrics: Metrics;
+  /** The clock every service uses (tests substitute it). */
+  now: () => number;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
   readRateLimit: RouteRateLimit;
   close(): Promise<void>;
@@ -92,6 +94,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     webhooks,
     sandbox,
     metrics: createMetrics(),
+    now,
     readRateLimit: {
       max: config.rateLimit.max,
       timeWindow: config.rateLimit.windowMs,

@@ -4,7 +4,7 @@
 // change is written: plugin results, expiry, cancel and refund. The change is a compare-and-set on the
 // status read, so concurrent actions (in one process or many on one PostgreSQL) change an invoice at
 // most once; a loser re-reads and sees "already" or "invalid".
-import type { Kysely, Transaction } from "kysely";
+import { type Kysely, type Transaction, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
@@ -102,7 +102,8 @@ export async function expireBatch(db: Kysely<Database>, input: ExpireBatchInput,
     let claim = tx
       .selectFrom("invoices")
       .select(["id", "store_id"])
-      .where("status", "=", "pending")
+      // A literal, not a parameter: the planner then knows the partial index invoices_pending_created applies.
+      .where("status", "=", sql.lit("pending"))
       .where("created_at", "<", input.createdBefore)
       .orderBy("created_at")
       .limit(input.limit);
