@@ -8,7 +8,7 @@ import { createCustomersService, type CustomersService } from "./customers/custo
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
-import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
@@ -69,7 +69,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db.kysely);
-  const sandbox = options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin);
+  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
+  const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);
   const plugins = createPluginsService(db.kysely, box, sandbox, now);
   const deliveries = createDeliveriesRepository(db.kysely);
@@ -93,7 +94,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     deliveries,
     webhooks,
     sandbox,
-    metrics: createMetrics(),
+    metrics,
     now,
     readRateLimit: {
       max: config.rateLimit.max,
