@@ -24,6 +24,27 @@ export const DeliverySummarySchema = Type.Object({
   createdAt: Type.String({ format: "date-time" }),
 });
 
+const DeliveryViewSchema = Type.Object({
+  ...DeliverySummarySchema.properties,
+  request: Type.Object({
+    method: Type.String({ examples: ["POST"] }),
+    headers: Type.Record(Type.String(), Type.String()),
+    query: Type.Record(Type.String(), Type.String()),
+    body: Type.String({ description: "The raw body as text; empty when it is not UTF-8 (see bodyBase64)." }),
+    bodyBase64: Nullable(Type.String({ description: "The raw body as base64 when it is not UTF-8." })),
+  }),
+  result: Type.Unknown({ description: "What the plugin returned, or null." }),
+  error: Type.Unknown({ description: "The run's error ({kind, message, line?}), or null." }),
+  logs: Type.Array(Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() })),
+  fetches: Type.Array(
+    Type.Object(
+      { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
+      { additionalProperties: true },
+    ),
+  ),
+  response: Type.Unknown({ description: "The body the webhook answered." }),
+});
+
 export const DeliveryListQuerySchema = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
@@ -60,6 +81,24 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
         if (cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
         const { deliveries, next } = await services.deliveries.list(request.params.storeId, { ...filters, limit, after });
         return { data: deliveries, pagination: { limit, nextCursor: next === null ? null : encodeCursor(next) } };
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/deliveries/:deliveryId",
+      {
+        schema: {
+          tags: ["plugins"],
+          security: [{ adminToken: [] }],
+          summary: "One delivery: request, result, logs, fetches, response",
+          params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }),
+          response: { 200: DeliveryViewSchema, ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => {
+        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
+        if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
+        return d;
       },
     );
   };

@@ -148,17 +148,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       },
     );
 
-    // GET /stores/:storeId/deliveries (the searchable list) lives in deliveries.routes.ts.
-
-    app.get(
-      "/stores/:storeId/deliveries/:deliveryId",
-      { schema: { tags, security, summary: "One delivery: request, result, logs, fetches, response", params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }), response: { ...errorResponses(401, 404) } } },
-      async (request) => {
-        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
-        if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
-        return d;
-      },
-    );
+    // GET /stores/:storeId/deliveries (the searchable list) and GET …/deliveries/:deliveryId live in deliveries.routes.ts.
 
     app.post(
       "/stores/:storeId/deliveries/:deliveryId/replay",
