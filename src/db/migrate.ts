@@ -1,7 +1,7 @@
 // One ordered list of migrations for both dialects, applied by `storefront migrate` and at `serve` start-up.
 // Kysely's Migrator keeps the applied list in `kysely_migration` and takes a lock, so several service
 // processes starting together on one PostgreSQL apply each migration once.
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
@@ -25,8 +25,14 @@ const migrations: Record<string, MigrationModule> = {
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
+  // Kysely looks for its own tables in every schema unless told which one: another schema's
+  // kysely_migration_lock (another deployment, or a parallel test suite, on the same database) would make
+  // it skip creating ours. They belong in the schema this connection works in.
+  const migrationTableSchema =
+    ctx.dialect === "postgres" ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({
     db,
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
     provider: {
       getMigrations: () =>
         Promise.resolve(
