@@ -40,7 +40,8 @@ export interface LifecycleDeps {
   now: () => number;
 }
 
-const DEFAULT_BATCH = 200;
+// Small enough that a batch holds SQLite's single writer for tens of milliseconds only (webhooks wait behind it).
+const DEFAULT_BATCH = 100;
 
 export function createInvoiceLifecycleService(deps: LifecycleDeps): InvoiceLifecycleService {
   const { db, invoices, now } = deps;
