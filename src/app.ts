@@ -17,12 +17,20 @@ import { isDatabaseUnavailable } from "./db/db-errors.ts";
 import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
+import { completeOpenApi } from "./ops/openapi.ts";
+import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
 import { currentVersion } from "./versioning/registry.ts";
 import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";
 import { documentVersioning } from "./versioning/versioning.openapi.ts";
+
+/** The /docs page's logo: the service's name instead of the framework's. */
+const STOREFRONT_LOGO = {
+  type: "image/svg+xml",
+  content: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="0" y="28" font-family="sans-serif" font-size="26" font-weight="bold" fill="#fff">storefront</text></svg>'),
+};
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
@@ -142,6 +150,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         title: "storefront",
         version: currentVersion().version,
         description: "Customer and invoice read API, payment-plugin webhooks and administration of a storefront commerce service.",
+        license: { name: "MIT", identifier: "MIT" },
       },
       components: {
         securitySchemes: {
@@ -150,10 +159,19 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         },
       },
     },
-    transformObject: documentVersioning,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
+    // operationIds, public routes' security, response descriptions, servers, examples: src/ops/openapi.ts.
+    // What src/ops/openapi.ts completes (in place), then the versions and their header on every response.
+    transformObject: (doc) => {
+      completeOpenApi("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject, {
+        prefixes: ["/api/admin", `/api/${config.apiNamespace}`, "/api"],
+        examples: OPENAPI_EXAMPLES,
+        requestExamples: REQUEST_EXAMPLES,
+      });
+      return documentVersioning(doc);
+    },
   });
-  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs", theme: { title: "storefront API" }, logo: STOREFRONT_LOGO });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(opsRoutes(services, state));

@@ -32,6 +32,8 @@ export interface Config {
   deliveryStoreMaxBytes: number;
   webhookBodyLimitBytes: number;
   deliveryRetentionDays: number;
+  /** Pending invoices expire this long after creation; 0 turns expiry off. */
+  invoicePaymentWindowMinutes: number;
   trustProxy: boolean;
   plugin: PluginLimitsConfig;
 }
@@ -152,6 +154,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     deliveryStoreMaxBytes: int("DELIVERY_STORE_MAX_MB", 512, 0, 1024 * 1024) * 1024 * 1024,
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
+    invoicePaymentWindowMinutes: int("INVOICE_PAYMENT_WINDOW_MINUTES", 60, 0, 525_600),
     trustProxy: bool("TRUST_PROXY", false),
     plugin: {
       poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),

@@ -1,6 +1,8 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
 import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
+import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
+import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
 import { registerSecretsCommands } from "./cli/secrets.commands.ts";
@@ -19,5 +21,7 @@ registerSeedCommand(program);
 registerPluginCommands(program);
 registerPluginTestCommand(program); // adds `plugins test` to the command above
 registerSecretsCommands(program);
+registerInvoiceCommands(program);
+registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
 
 program.parseAsync(process.argv).catch(reportCliError);

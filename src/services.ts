@@ -8,7 +8,8 @@ import { createCustomersService, type CustomersService } from "./customers/custo
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
-import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
+import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
@@ -30,6 +31,8 @@ export interface Services {
   stores: StoresService;
   customers: CustomersRepository & CustomersService;
   invoices: InvoicesRepository & InvoicesService;
+  /** Cancel, refund, and the payment window's expiry. */
+  invoiceLifecycle: InvoiceLifecycleService;
   plugins: PluginsService;
   deliveries: DeliveriesRepository;
   webhooks: WebhookService;
@@ -37,6 +40,8 @@ export interface Services {
   metrics: Metrics;
   /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
   limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
+  /** The clock every service uses (tests substitute it). */
+  now: () => number;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
   readRateLimit: RouteRateLimit;
   close(): Promise<void>;
@@ -70,7 +75,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db.kysely);
-  const sandbox = options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin);
+  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
+  const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);
   if (options.checkSecretsKey) {
     try {
@@ -99,16 +105,18 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     stores: createStoresService(db.kysely, now),
     customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
+    invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
     plugins,
     deliveries,
     webhooks,
     sandbox,
-    metrics: createMetrics(),
     limits: {
       authFailures: createAttemptLimiter(config.authFailureLimit),
       webhookVerified: createAttemptLimiter(config.webhookRateLimit),
       webhookUnverified: createAttemptLimiter(config.webhookUnverifiedLimit),
     },
+    metrics,
+    now,
     readRateLimit: {
       max: config.rateLimit.max,
       timeWindow: config.rateLimit.windowMs,

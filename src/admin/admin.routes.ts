@@ -7,6 +7,8 @@ import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
+import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
+import { deliveriesRoutes } from "../plugins/deliveries.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -176,5 +178,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
     );
 
     await app.register(pluginsAdminRoutes(services));
+    await app.register(invoiceLifecycleRoutes(services));
+    await app.register(deliveriesRoutes(services));
   };
 }

@@ -133,19 +133,7 @@ export function registerPluginCommands(program: Command): void {
     });
 
   const deliveries = program.command("deliveries").description("the webhook delivery log");
-  deliveries
-    .command("list")
-    .description("recent deliveries, newest first")
-    .requiredOption("--store <storeId>", "store id")
-    .option("--plugin <name>", "only this plugin")
-    .option("--limit <n>", "how many", int, 20)
-    .action(async (opts: { store: string; plugin?: string; limit: number }) => {
-      await withServices(async (s) => {
-        await s.stores.requireStore(opts.store);
-        const { deliveries: rows } = await s.deliveries.list(opts.store, { limit: opts.limit, after: null, ...(opts.plugin ? { pluginName: opts.plugin } : {}) });
-        printTable(rows as unknown as Record<string, unknown>[], ["id", "createdAt", "pluginName", "pluginVersion", "outcome", "responseStatus", "invoiceId", "transition", "durationMs"]);
-      });
-    });
+  // `deliveries list` and `deliveries tail` (filters, following) are in deliveries.commands.ts.
   deliveries
     .command("show <deliveryId>")
     .description("a delivery: request, result, logs, fetches, response")

@@ -2,7 +2,11 @@
 import type { Command } from "commander";
 import { buildApp } from "../app.ts";
 import { createServices } from "../services.ts";
+import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
 import { cliConfig } from "./context.ts";
+
+/** How often `serve` looks for pending invoices past their payment window. */
+const EXPIRY_INTERVAL_MS = 30_000;
 
 export function registerServeCommand(program: Command): void {
   program
@@ -21,6 +25,7 @@ export function registerServeCommand(program: Command): void {
       };
       const pruneTimer = setInterval(prune, 3_600_000);
       pruneTimer.unref();
+      let expiry: BackgroundLoop | null = null;
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -31,6 +36,7 @@ export function registerServeCommand(program: Command): void {
         force.unref();
         app
           .close()
+          .then(() => expiry?.stop())
           .then(() => services.close())
           .then(() => process.exit(0))
           .catch((err: unknown) => {
@@ -43,6 +49,16 @@ export function registerServeCommand(program: Command): void {
       await app.listen({ port: config.port, host: config.host });
       const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
       prune();
+      // Pending invoices past INVOICE_PAYMENT_WINDOW_MINUTES: claimed in batches, so every process may run it.
+      if (!stopping) expiry = startBackgroundLoop(
+        "invoice expiry",
+        EXPIRY_INTERVAL_MS,
+        async () => {
+          const { expired } = await services.invoiceLifecycle.expireDue();
+          if (expired > 0) app.log.info({ expired }, "expired pending invoices past their payment window");
+        },
+        app.log,
+      );
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
 }

@@ -9,6 +9,7 @@ import * as m0003 from "./migrations/0003_child_page_order.ts";
 import * as m0004 from "./migrations/0004_covering_id_filter.ts";
 import * as m0005 from "./migrations/0005_applied_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
+import * as m0008 from "./migrations/0008_operator.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -24,6 +25,7 @@ const migrations: Record<string, MigrationModule> = {
   "0004_covering_id_filter": m0004,
   "0005_applied_events": m0005,
   "0007_key_api_version": m0007,
+  "0008_operator": m0008,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

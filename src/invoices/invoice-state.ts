@@ -1,29 +1,36 @@
-// The invoice state machine of CONTRACT §5, in one place: what a plugin's pushInvoice or disputeInvoice
-// does to an invoice in each status.
+// The invoice state machine of CONTRACT §2, §5 and §7, in one place: what each action does to an invoice in
+// each status. Plugin actions (pushInvoice, disputeInvoice), the payment window's expiry, and the
+// merchant's cancel and refund all ask this table; invoice-transitions.ts applies the answer.
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export type PluginAction = "pushInvoice" | "disputeInvoice";
+/** Every way an invoice's status can change: a plugin's result, the payment window, the merchant. */
+export type InvoiceAction = PluginAction | "expire" | "cancel" | "refund";
 
 export type TransitionDecision =
   | { kind: "change"; to: InvoiceStatus }
-  /** The action is already in effect: answered 200, nothing written. */
+  /** The action is already in effect: nothing is written. */
   | { kind: "already" }
   | { kind: "invalid" };
 
-export function decideTransition(current: InvoiceStatus, action: PluginAction): TransitionDecision {
-  switch (current) {
-    case "pending":
-    case "expired":
-      return action === "pushInvoice" ? { kind: "change", to: "completed" } : { kind: "invalid" };
-    case "completed":
-      return action === "pushInvoice" ? { kind: "already" } : { kind: "change", to: "disputed" };
-    case "disputed":
-      // A won dispute: the provider confirms the payment again.
-      return action === "pushInvoice" ? { kind: "change", to: "completed" } : { kind: "already" };
-    case "refunded":
-    case "cancelled":
-      return { kind: "invalid" };
-  }
+const change = (to: InvoiceStatus): TransitionDecision => ({ kind: "change", to });
+const ALREADY: TransitionDecision = { kind: "already" };
+const INVALID: TransitionDecision = { kind: "invalid" };
+
+/** Rows: current status; columns: action. Anything not listed is invalid. */
+const TABLE: Record<InvoiceStatus, Partial<Record<InvoiceAction, TransitionDecision>>> = {
+  pending: { pushInvoice: change("completed"), expire: change("expired"), cancel: change("cancelled") },
+  // A late payment still completes an expired invoice: the money arrived.
+  expired: { pushInvoice: change("completed"), expire: ALREADY },
+  completed: { pushInvoice: ALREADY, disputeInvoice: change("disputed"), refund: change("refunded") },
+  // A won dispute: the provider confirms the payment again. A lost one ends refunded.
+  disputed: { pushInvoice: change("completed"), disputeInvoice: ALREADY, refund: change("refunded") },
+  refunded: { refund: ALREADY },
+  cancelled: { cancel: ALREADY },
+};
+
+export function decideTransition(current: InvoiceStatus, action: InvoiceAction): TransitionDecision {
+  return TABLE[current][action] ?? INVALID;
 }
 
 export function isInvoiceStatus(value: string): value is InvoiceStatus {

@@ -1,13 +1,15 @@
-// Applies a plugin's pushInvoice / disputeInvoice to an invoice: the status change, its log line, the
-// run's log lines, the applied event and the delivery record commit together or not at all, durably
-// (src/db/durable.ts) before the caller answers. The change is a compare-and-set on the status read, so
-// concurrent deliveries (in one process or many on one PostgreSQL) change an invoice at most once; a
-// loser re-reads and answers "already applied". Each provider event is applied once: its key is claimed
-// first in the same transaction, and a key claimed before makes the delivery a duplicate.
-import type { Kysely, Transaction } from "kysely";
+// Applies an action to an invoice through the state machine (invoice-state.ts): the status change, its
+// log line, any extra log lines, the applied provider event and the caller's record (a delivery) commit
+// together or not at all, durably (src/db/durable.ts) before the caller answers.
+// Every status change of the service comes through `transitionInTransaction`, the one place where a
+// change is written: plugin results, expiry, cancel and refund. The change is a compare-and-set on the
+// status read, so concurrent actions (in one process or many on one PostgreSQL) change an invoice at
+// most once; a loser re-reads and sees "already" or "invalid". A plugin's event is applied once: its key
+// is claimed first in the same transaction, and a key claimed before makes the delivery a duplicate.
+import { type Kysely, type Transaction, sql } from "kysely";
 import { durableTransaction } from "../db/durable.ts";
 import type { Database } from "../db/schema.ts";
-import { decideTransition, isInvoiceStatus, type PluginAction } from "./invoice-state.ts";
+import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -20,72 +22,67 @@ export type TransitionResult =
   | { kind: "already"; status: InvoiceStatus }
   | { kind: "invalid"; status: InvoiceStatus }
   | { kind: "not_found" }
-  /** The event was applied before (by an earlier delivery): nothing changes. */
+  /** The provider event was applied before (by an earlier delivery): nothing changes. */
   | { kind: "duplicate" };
 
 export interface ApplyInput {
   storeId: string;
   invoiceId: string;
-  action: PluginAction;
+  action: InvoiceAction;
   /** The transition's own line, given the statuses. */
   describe: (from: InvoiceStatus, to: InvoiceStatus) => TransitionLogLine;
-  /** The run's log() lines: appended to the invoice whatever the outcome, when the invoice exists. */
-  runLogs: TransitionLogLine[];
-  /** The event's key ("id:<eventId>" or "sha256:<body hex>") and the delivery applying it. */
-  event: { pluginName: string; key: string; deliveryId: string };
+  /** A plugin run's log() lines: appended to the invoice whatever the outcome, when the invoice exists. */
+  runLogs?: TransitionLogLine[];
+  /** A plugin's event: its key ("id:<eventId>" or "sha256:<body hex>") and the delivery applying it. */
+  event?: { pluginName: string; key: string; deliveryId: string };
   /** Written in the same transaction (the delivery record), once the outcome is known. */
   record?: (tx: Transaction<Database>, result: TransitionResult) => Promise<void>;
 }
 
 const MAX_ATTEMPTS = 5;
-const RETRY = new Error("the invoice changed under this transition; retried");
 
-export async function applyPluginAction(db: Kysely<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const outcome = await durableTransaction(db, async (tx): Promise<TransitionResult> => {
-      const t = now();
-      // Claim the event first: a concurrent delivery of the same event waits here for this one to end.
-      if (!(await claimEvent(tx, input, t))) {
-        const result: TransitionResult = { kind: "duplicate" };
-        await input.record?.(tx, result);
-        return result;
-      }
-      const result = await changeStatus(tx, input, t);
-      // Another delivery changed the invoice first: roll back (the claim too) and read it again.
-      if (result === "retry") throw RETRY;
-      // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things.
-      if (result.kind === "invalid" || result.kind === "not_found") await releaseEvent(tx, input);
-      await input.record?.(tx, result);
-      return result;
-    }).catch((err: unknown) => {
-      if (err === RETRY) return null;
-      throw err;
-    });
-    if (outcome !== null) return outcome;
+/**
+ * One attempt inside the caller's transaction. "retry" means the status changed between the read and the
+ * compare-and-set: nothing was written, and the caller's transaction should be retried as a whole.
+ */
+export async function transitionInTransaction(tx: Transaction<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult | "retry"> {
+  // Claim the event first: a concurrent delivery of the same event waits here for this one to end.
+  if (input.event && !(await claimEvent(tx, input.event, input, now()))) {
+    const result: TransitionResult = { kind: "duplicate" };
+    await input.record?.(tx, result);
+    return result;
   }
-  throw new Error(`invoice ${input.invoiceId}: status kept changing under ${MAX_ATTEMPTS} attempts`);
+  const result = await changeStatus(tx, input, now);
+  if (input.event && (result === "retry" || result.kind === "invalid" || result.kind === "not_found")) {
+    // Nothing written on "retry"; and only decisions in effect are remembered (a 404 or 409 may apply
+    // once the merchant fixes things).
+    await releaseEvent(tx, input.event, input);
+  }
+  if (result !== "retry") await input.record?.(tx, result);
+  return result;
 }
 
-async function claimEvent(tx: Transaction<Database>, input: ApplyInput, t: number): Promise<boolean> {
+async function claimEvent(tx: Transaction<Database>, event: NonNullable<ApplyInput["event"]>, input: ApplyInput, t: number): Promise<boolean> {
   const inserted = await tx
     .insertInto("applied_events")
-    .values({ store_id: input.storeId, plugin_name: input.event.pluginName, event_key: input.event.key, delivery_id: input.event.deliveryId, invoice_id: input.invoiceId, created_at: t })
+    .values({ store_id: input.storeId, plugin_name: event.pluginName, event_key: event.key, delivery_id: event.deliveryId, invoice_id: input.invoiceId, created_at: t })
     .onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing())
     .executeTakeFirst();
   return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
 }
 
-async function releaseEvent(tx: Transaction<Database>, input: ApplyInput): Promise<void> {
-  await tx.deleteFrom("applied_events").where("store_id", "=", input.storeId).where("plugin_name", "=", input.event.pluginName).where("event_key", "=", input.event.key).execute();
+async function releaseEvent(tx: Transaction<Database>, event: NonNullable<ApplyInput["event"]>, input: ApplyInput): Promise<void> {
+  await tx.deleteFrom("applied_events").where("store_id", "=", input.storeId).where("plugin_name", "=", event.pluginName).where("event_key", "=", event.key).execute();
 }
 
-async function changeStatus(tx: Transaction<Database>, input: ApplyInput, t: number): Promise<TransitionResult | "retry"> {
+async function changeStatus(tx: Transaction<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult | "retry"> {
   const row = await tx.selectFrom("invoices").select(["status"]).where("id", "=", input.invoiceId).where("store_id", "=", input.storeId).executeTakeFirst();
   if (!row) return { kind: "not_found" };
   if (!isInvoiceStatus(row.status)) throw new Error(`invoice ${input.invoiceId} has unknown status ${row.status}`);
   const decision = decideTransition(row.status, input.action);
-  const lines: TransitionLogLine[] = [...input.runLogs];
+  const t = now();
   let result: TransitionResult;
+  const lines: TransitionLogLine[] = [...(input.runLogs ?? [])];
   if (decision.kind === "change") {
     const updated = await tx
       .updateTable("invoices")
@@ -94,7 +91,7 @@ async function changeStatus(tx: Transaction<Database>, input: ApplyInput, t: num
       .where("store_id", "=", input.storeId)
       .where("status", "=", row.status)
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) return "retry";
+    if (Number(updated.numUpdatedRows) !== 1) return "retry"; // another action changed it first
     result = { kind: "changed", from: row.status, to: decision.to };
     lines.push(input.describe(row.status, decision.to));
   } else {
@@ -104,4 +101,53 @@ async function changeStatus(tx: Transaction<Database>, input: ApplyInput, t: num
     await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
   }
   return result;
+}
+
+/** Applies one action in its own transaction, retrying when another action changed the invoice first. */
+export async function applyTransition(db: Kysely<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const outcome = await durableTransaction(db, (tx) => transitionInTransaction(tx, input, now));
+    if (outcome !== "retry") return outcome;
+  }
+  throw new Error(`invoice ${input.invoiceId}: status kept changing under ${MAX_ATTEMPTS} attempts`);
+}
+
+/** The webhook's name for applyTransition (a plugin's pushInvoice / disputeInvoice). */
+export const applyPluginAction = applyTransition;
+
+export interface ExpireBatchInput {
+  /** Invoices created before this instant (epoch ms) and still pending expire. */
+  createdBefore: number;
+  limit: number;
+  /** PostgreSQL: claim the batch with FOR UPDATE SKIP LOCKED so concurrent processes take different rows. */
+  skipLocked: boolean;
+  describe: (from: InvoiceStatus, to: InvoiceStatus) => TransitionLogLine;
+}
+
+/**
+ * Claims up to `limit` pending invoices past their payment window and expires each through
+ * transitionInTransaction, all in one transaction. Returns the invoices it expired (and how many it
+ * claimed, so the caller knows whether to take another batch).
+ */
+export async function expireBatch(db: Kysely<Database>, input: ExpireBatchInput, now: () => number): Promise<{ claimed: number; expired: { storeId: string; invoiceId: string }[] }> {
+  return db.transaction().execute(async (tx) => {
+    let claim = tx
+      .selectFrom("invoices")
+      .select(["id", "store_id"])
+      // A literal, not a parameter: the planner then knows the partial index invoices_pending_created applies.
+      .where("status", "=", sql.lit("pending"))
+      .where("created_at", "<", input.createdBefore)
+      .orderBy("created_at")
+      .limit(input.limit);
+    if (input.skipLocked) claim = claim.forUpdate().skipLocked();
+    const rows = await claim.execute();
+    const expired: { storeId: string; invoiceId: string }[] = [];
+    for (const row of rows) {
+      const result = await transitionInTransaction(tx, { storeId: row.store_id, invoiceId: row.id, action: "expire", describe: input.describe }, now);
+      // A claimed row cannot change under us on PostgreSQL (locked), nor on SQLite (one writer): "retry"
+      // would only mean someone else expired or paid it, so it is skipped.
+      if (result !== "retry" && result.kind === "changed") expired.push({ storeId: row.store_id, invoiceId: row.id });
+    }
+    return { claimed: rows.length, expired };
+  });
 }

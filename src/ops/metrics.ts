@@ -1,30 +1,154 @@
-// Prometheus metrics: one registry per service instance (tests build several), HTTP counters and latency
-// by route template, and Node's default process metrics.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+// Prometheus metrics: one registry per service instance (tests build several). Every metric the service
+// exports is defined here, with labels whose values come from closed sets (route templates, status codes,
+// outcome kinds): never store ids, invoice ids or plugin names, so the number of series stays bounded
+// however many stores there are. docs/operations.md lists them with the questions they answer.
+import type pg from "pg";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RunOutcome, Sandbox } from "../sandbox/index.ts";
 
 export interface Metrics {
   registry: Registry;
   httpRequests: Counter<"method" | "route" | "status">;
   httpDuration: Histogram<"method" | "route">;
+  /** Plugin runs (deliveries, replays and simulations) by outcome: the result's status or the error kind. */
+  pluginRuns: Counter<"outcome">;
+  pluginRunDuration: Histogram<"outcome">;
+  /** Time a run waited for a sandbox worker before it started. */
+  sandboxQueueWait: Histogram;
+  /** Webhook responses (POST /api/paymentPlugins) by HTTP status, rate-limited and invalid requests included. */
+  webhookResponses: Counter<"status">;
+  // Outbound events (CONTRACT §9) get their metrics here, beside the others, when the dispatcher lands:
+  //   storefront_event_attempts_total{result="delivered"|"failed"|"timeout"}  counter
+  //   storefront_event_delivery_lag_seconds                                   histogram, event creation → delivered
+  //   storefront_event_endpoints_disabled_total                               counter
+  // Same rule: no endpoint or store ids as labels.
 }
 
-export function createMetrics(): Metrics {
+export interface MetricSources {
+  /** The PostgreSQL pool, whose connections are reported; null on SQLite (one synchronous connection, no pool). */
+  pgPool?: pg.Pool | null;
+  dialect?: "sqlite" | "postgres";
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+
+export function createMetrics(sources: MetricSources = {}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  if (sources.dialect !== undefined) {
+    new Gauge({ name: "storefront_db_info", help: "The database in use (value 1).", labelNames: ["dialect"], registers }).set({ dialect: sources.dialect }, 1);
+  }
+  const pool = sources.pgPool;
+  if (pool) {
+    new Gauge({
+      name: "storefront_db_pool_connections",
+      help: "PostgreSQL pool connections by state: busy (running a query or a transaction) or idle.",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        this.set({ state: "busy" }, pool.totalCount - pool.idleCount);
+        this.set({ state: "idle" }, pool.idleCount);
+      },
+    });
+    new Gauge({
+      name: "storefront_db_pool_waiting",
+      help: "Queries waiting for a PostgreSQL pool connection (all busy). Above 0 for long: the pool or the database is the bottleneck.",
+      registers,
+      collect() {
+        this.set(pool.waitingCount);
+      },
+    });
+    new Gauge({ name: "storefront_db_pool_max", help: "Size of the PostgreSQL pool.", registers }).set(pool.options.max);
+  }
+
   return {
     registry,
     httpRequests: new Counter({
       name: "storefront_http_requests_total",
       help: "HTTP requests by method, route template and status code.",
       labelNames: ["method", "route", "status"],
-      registers: [registry],
+      registers,
     }),
     httpDuration: new Histogram({
       name: "storefront_http_request_duration_seconds",
       help: "HTTP request duration by method and route template.",
       labelNames: ["method", "route"],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: [registry],
+      buckets: LATENCY_BUCKETS,
+      registers,
     }),
+    pluginRuns: new Counter({
+      name: "storefront_plugin_runs_total",
+      help: "Plugin runs by outcome: pushInvoice, disputeInvoice, ignore, or the error kind (rejected, timeout, script_error, …).",
+      labelNames: ["outcome"],
+      registers,
+    }),
+    pluginRunDuration: new Histogram({
+      name: "storefront_plugin_run_duration_seconds",
+      help: "Time a plugin run took in its worker (host calls included, queue wait excluded), by outcome.",
+      labelNames: ["outcome"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    sandboxQueueWait: new Histogram({
+      name: "storefront_sandbox_queue_wait_seconds",
+      help: "Time a plugin run waited for a sandbox worker before it started.",
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers,
+    }),
+    webhookResponses: new Counter({
+      name: "storefront_webhook_responses_total",
+      help: "Webhook responses by HTTP status code (200 applied or ignored, 401 rejected, 404, 409, 429, 5xx plugin failures).",
+      labelNames: ["status"],
+      registers,
+    }),
+  };
+}
+
+/** Outcome label of a run: bounded by the result statuses and the error kinds. */
+const outcomeOf = (o: RunOutcome): string => (o.ok ? o.result.status : o.error.kind);
+
+/**
+ * The sandbox with its runs counted and timed, and its queue observed from outside: runs in flight, runs
+ * waiting (those beyond the pool's workers), and each run's wait (its time in `run` minus its run time).
+ */
+export function instrumentSandbox(sandbox: Sandbox, metrics: Metrics, poolSize: number): Sandbox {
+  let inFlight = 0;
+  new Gauge({
+    name: "storefront_sandbox_runs_in_flight",
+    help: "Plugin runs started or waiting for a worker.",
+    registers: [metrics.registry],
+    collect() {
+      this.set(inFlight);
+    },
+  });
+  new Gauge({
+    name: "storefront_sandbox_queue_depth",
+    help: "Plugin runs waiting for a sandbox worker (runs in flight beyond the number of workers).",
+    registers: [metrics.registry],
+    collect() {
+      this.set(Math.max(0, inFlight - poolSize));
+    },
+  });
+  new Gauge({ name: "storefront_sandbox_workers", help: "Sandbox worker threads (PLUGIN_POOL_SIZE).", registers: [metrics.registry] }).set(poolSize);
+
+  return {
+    async run(input, host) {
+      const started = performance.now();
+      inFlight++;
+      try {
+        const outcome = await sandbox.run(input, host);
+        const outcomeLabel = outcomeOf(outcome);
+        metrics.pluginRuns.inc({ outcome: outcomeLabel });
+        metrics.pluginRunDuration.observe({ outcome: outcomeLabel }, outcome.durationMs / 1000);
+        metrics.sandboxQueueWait.observe(Math.max(0, performance.now() - started - outcome.durationMs) / 1000);
+        return outcome;
+      } finally {
+        inFlight--;
+      }
+    },
+    check: (source) => sandbox.check(source),
+    close: () => sandbox.close(),
   };
 }

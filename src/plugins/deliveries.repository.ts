@@ -6,20 +6,33 @@ import { type Cursor, isoTime } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
 
-export type DeliveryOutcome =
-  | "applied"
-  | "already_applied"
-  | "ignored"
-  | "rejected"
-  | "plugin_error"
-  | "plugin_timeout"
-  | "invalid_transition"
-  | "invoice_not_found"
-  | "plugin_not_found"
+export const DELIVERY_OUTCOMES = [
+  "applied",
+  "already_applied",
+  "ignored",
+  "rejected",
+  "plugin_error",
+  "plugin_timeout",
+  "invalid_transition",
+  "invoice_not_found",
+  "plugin_not_found",
   /** The same event (eventId, else body hash) was applied by an earlier delivery: nothing changed. */
-  | "duplicate_event"
+  "duplicate_event",
   /** SECRETS_KEY cannot open the plugin's secrets: answered 503, the provider retries. */
-  | "secrets_unavailable";
+  "secrets_unavailable",
+] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
+/** What the delivery log can be narrowed to; every field optional, all given ones must hold. */
+export interface DeliveryFilters {
+  pluginName?: string;
+  /** One or several outcomes. */
+  outcomes?: DeliveryOutcome[];
+  invoiceId?: string;
+  /** Inclusive bounds on the time the delivery arrived, epoch milliseconds. */
+  since?: number;
+  until?: number;
+}
 
 export interface DeliveryRecord {
   id: string;
@@ -71,7 +84,10 @@ export interface DeliveryView extends DeliverySummary {
 
 export interface DeliveriesRepository {
   insert(record: DeliveryRecord, tx?: Transaction<Database>): Promise<void>;
-  list(storeId: string, options: { limit: number; after: Cursor | null; pluginName?: string }): Promise<{ deliveries: DeliverySummary[]; next: Cursor | null }>;
+  /** Newest first, keyset-paged; each filter is served by an index that starts with the store (migration 0008). */
+  list(storeId: string, options: DeliveryFilters & { limit: number; after: Cursor | null }): Promise<{ deliveries: DeliverySummary[]; next: Cursor | null }>;
+  /** Oldest first, after a position (created_at, id), for following the log as it grows (`deliveries tail`). */
+  listForward(storeId: string, options: DeliveryFilters & { after: Cursor; limit: number }): Promise<DeliverySummary[]>;
   get(storeId: string, id: string): Promise<DeliveryView | null>;
   /** The stored request of a delivery, for replay. */
   getRequest(
@@ -106,6 +122,19 @@ const isUtf8 = (buf: Buffer) => {
 };
 
 export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepository {
+  function filtered(storeId: string, f: DeliveryFilters) {
+    let q = db
+      .selectFrom("deliveries")
+      .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "created_at"])
+      .where("store_id", "=", storeId);
+    if (f.pluginName !== undefined) q = q.where("plugin_name", "=", f.pluginName);
+    if (f.outcomes !== undefined && f.outcomes.length > 0) q = q.where("outcome", "in", f.outcomes);
+    if (f.invoiceId !== undefined) q = q.where("invoice_id", "=", f.invoiceId);
+    if (f.since !== undefined) q = q.where("created_at", ">=", f.since);
+    if (f.until !== undefined) q = q.where("created_at", "<=", f.until);
+    return q;
+  }
+
   return {
     async insert(d, tx) {
       await (tx ?? db)
@@ -136,16 +165,22 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
         .execute();
     },
 
-    async list(storeId, { limit, after, pluginName }) {
-      let q = db
-        .selectFrom("deliveries")
-        .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "created_at"])
-        .where("store_id", "=", storeId);
-      if (pluginName !== undefined) q = q.where("plugin_name", "=", pluginName);
+    async list(storeId, { limit, after, ...filters }) {
+      let q = filtered(storeId, filters);
       if (after !== null) q = q.where((eb) => eb(eb.refTuple("created_at", "id"), "<", eb.tuple(after.createdAt, after.id)));
       const rows = await q.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1).execute();
       const { page, next } = takePage(rows, limit);
       return { deliveries: page.map(summary), next };
+    },
+
+    async listForward(storeId, { after, limit, ...filters }) {
+      const rows = await filtered(storeId, filters)
+        .where((eb) => eb(eb.refTuple("created_at", "id"), ">", eb.tuple(after.createdAt, after.id)))
+        .orderBy("created_at", "asc")
+        .orderBy("id", "asc")
+        .limit(limit)
+        .execute();
+      return rows.map(summary);
     },
 
     async get(storeId, id) {

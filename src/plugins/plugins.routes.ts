@@ -2,8 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { decodeCursor, encodeCursor } from "../lib/list-query.ts";
-import { Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
+import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog } from "./catalog.ts";
 
@@ -26,18 +25,6 @@ const FetchRecord = Type.Object(
   { additionalProperties: true },
 );
 const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
-const DeliverySummary = Type.Object({
-  id: Type.String(),
-  pluginName: Type.String(),
-  pluginVersion: Nullable(Type.Integer()),
-  replayOf: Nullable(Type.String()),
-  outcome: Type.String(),
-  invoiceId: Nullable(Type.String()),
-  transition: Nullable(Type.String()),
-  responseStatus: Type.Integer(),
-  durationMs: Type.Number(),
-  createdAt: Type.String(),
-});
 
 export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -170,44 +157,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       },
     );
 
-    app.get(
-      "/stores/:storeId/deliveries",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "The delivery log, newest first",
-          params: StoreParams,
-          querystring: Type.Object(
-            { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String()), pluginName: Type.Optional(Type.String()) },
-            { additionalProperties: false },
-          ),
-          response: { 200: Type.Object({ data: Type.Array(DeliverySummary), pagination: PaginationSchema }), ...errorResponses(400, 401, 404) },
-        },
-      },
-      async (request) => {
-        await services.stores.requireStore(request.params.storeId);
-        const limit = request.query.limit ?? 50;
-        const after = request.query.cursor === undefined ? null : decodeCursor(request.query.cursor);
-        if (request.query.cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
-        const { deliveries, next } = await services.deliveries.list(request.params.storeId, {
-          limit,
-          after,
-          ...(request.query.pluginName ? { pluginName: request.query.pluginName } : {}),
-        });
-        return { data: deliveries, pagination: { limit, nextCursor: next === null ? null : encodeCursor(next) } };
-      },
-    );
-
-    app.get(
-      "/stores/:storeId/deliveries/:deliveryId",
-      { schema: { tags, security, summary: "One delivery: request, result, logs, fetches, response", params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }), response: { ...errorResponses(401, 404) } } },
-      async (request) => {
-        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
-        if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
-        return d;
-      },
-    );
+    // GET /stores/:storeId/deliveries (the searchable list) and GET …/deliveries/:deliveryId live in deliveries.routes.ts.
 
     app.post(
       "/stores/:storeId/deliveries/:deliveryId/replay",

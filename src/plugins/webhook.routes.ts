@@ -45,7 +45,10 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
       "/paymentPlugins",
       {
         bodyLimit: config.webhookBodyLimitBytes,
+        // Every answer counts, rate-limited and invalid requests included (storefront_webhook_responses_total).
+        onResponse: async (_request, reply) => services.metrics.webhookResponses.inc({ status: String(reply.statusCode) }),
         schema: {
+          operationId: "handlePaymentWebhook",
           summary: "Handle a payment provider's webhook with the store's Lua plugin",
           description:
             "The plugin's result decides: pushInvoice completes the invoice, disputeInvoice marks it disputed, ignore does nothing. " +

@@ -1,0 +1,89 @@
+// `storefront deliveries list|tail`: the delivery log searched by outcome, plugin, invoice and time, and
+// followed as new deliveries arrive (polling the database), with the same filters as the admin API.
+import { InvalidArgumentError, type Command } from "commander";
+import { followDeliveries } from "../plugins/deliveries.follow.ts";
+import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
+import type { DeliverySummary } from "../plugins/deliveries.repository.ts";
+import { printJson, printTable, withServices } from "./context.ts";
+
+const COLUMNS = ["id", "createdAt", "pluginName", "pluginVersion", "outcome", "responseStatus", "invoiceId", "transition", "durationMs"];
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError("must be a positive whole number");
+  return n;
+};
+
+interface FilterOptions {
+  store: string;
+  plugin?: string;
+  outcome?: string;
+  invoice?: string;
+  since?: string;
+  until?: string;
+  json?: boolean;
+}
+
+function withFilterOptions(command: Command): Command {
+  return command
+    .requiredOption("--store <storeId>", "store id")
+    .option("--plugin <name>", "only this plugin")
+    .option("--outcome <outcomes>", "one outcome or several, comma-separated (e.g. plugin_error,plugin_timeout)")
+    .option("--invoice <invoiceId>", "only deliveries about this invoice")
+    .option("--since <when>", "arrived at or after: ISO 8601, or a duration back from now (30m, 1h, 7d)")
+    .option("--json", "JSON instead of a table (tail: one JSON object per line)");
+}
+
+const filtersOf = (opts: FilterOptions, now: number) =>
+  parseDeliveryFilters({ pluginName: opts.plugin, outcome: opts.outcome, invoiceId: opts.invoice, since: opts.since, until: opts.until }, now);
+
+/** One line per delivery for `tail`, in the table's column order. */
+function line(d: DeliverySummary): string {
+  const cell = (v: unknown) => (v === null || v === undefined ? "-" : String(v));
+  return `${d.createdAt}  ${d.id}  ${d.pluginName} v${cell(d.pluginVersion)}  ${d.outcome}  ${d.responseStatus}  ${cell(d.invoiceId)}  ${cell(d.transition)}  ${d.durationMs} ms\n`;
+}
+
+export function registerDeliveryCommands(program: Command): void {
+  const deliveries = program.commands.find((c) => c.name() === "deliveries") ?? program.command("deliveries").description("the webhook delivery log");
+
+  withFilterOptions(deliveries.command("list").description("search the delivery log, newest first"))
+    .option("--until <when>", "arrived at or before: ISO 8601, or a duration back from now")
+    .option("--limit <n>", "how many", positive, 20)
+    .action(async (opts: FilterOptions & { limit: number }) => {
+      await withServices(async (s) => {
+        const filters = filtersOf(opts, s.now());
+        await s.stores.requireStore(opts.store);
+        const { deliveries: rows } = await s.deliveries.list(opts.store, { ...filters, limit: opts.limit, after: null });
+        if (opts.json) printJson(rows);
+        else printTable(rows as unknown as Record<string, unknown>[], COLUMNS);
+      });
+    });
+
+  withFilterOptions(deliveries.command("tail").description("show the latest deliveries, then follow new ones as they arrive (Ctrl-C stops)"))
+    .option("--lines <n>", "how many recent deliveries to show first", (v) => (v === "0" ? 0 : positive(v)), 10)
+    .option("--interval <ms>", "how often to look for new deliveries", positive, 1000)
+    .action(async (opts: FilterOptions & { lines: number; interval: number }) => {
+      await withServices(async (s) => {
+        const filters = filtersOf(opts, s.now());
+        await s.stores.requireStore(opts.store);
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        process.once("SIGINT", onSignal);
+        process.once("SIGTERM", onSignal);
+        try {
+          await followDeliveries(s.deliveries, opts.store, filters, {
+            backlog: opts.lines,
+            intervalMs: opts.interval,
+            // A delivery commits when its plugin finishes: up to the wall-time limit (plus a worker's start) after it arrived.
+            overlapMs: 2 * s.config.plugin.wallMs + 5_000,
+            signal: stop.signal,
+            now: s.now,
+            onDelivery: (d) => process.stdout.write(opts.json ? JSON.stringify(d) + "\n" : line(d)),
+          });
+        } finally {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+        }
+      });
+    });
+}

@@ -1,0 +1,105 @@
+// Admin API: the delivery log searched by outcome, plugin, invoice and time, newest first (mounted inside
+// the admin scope, behind ADMIN_TOKEN). A thin adapter over the deliveries repository.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { AppError } from "../errors.ts";
+import { decodeCursor, encodeCursor } from "../lib/list-query.ts";
+import { Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
+import type { Services } from "../services.ts";
+import { DELIVERY_OUTCOMES } from "./deliveries.repository.ts";
+import { parseDeliveryFilters } from "./deliveries.filters.ts";
+
+const TIME_BOUND = "ISO 8601 date-time or date, or a duration back from now: `30m`, `1h`, `7d`.";
+
+export const DeliverySummarySchema = Type.Object({
+  id: Type.String({ examples: ["dlv_3k9d2m7q1x8v5c4b6n0z"] }),
+  pluginName: Type.String({ examples: ["stripe"] }),
+  pluginVersion: Nullable(Type.Integer()),
+  replayOf: Nullable(Type.String()),
+  outcome: Type.String({ enum: [...DELIVERY_OUTCOMES] }),
+  invoiceId: Nullable(Type.String()),
+  transition: Nullable(Type.String({ examples: ["pending->completed"] })),
+  responseStatus: Type.Integer({ examples: [200] }),
+  durationMs: Type.Number({ examples: [3.127] }),
+  createdAt: Type.String({ format: "date-time" }),
+});
+
+const DeliveryViewSchema = Type.Object({
+  ...DeliverySummarySchema.properties,
+  request: Type.Object({
+    method: Type.String({ examples: ["POST"] }),
+    headers: Type.Record(Type.String(), Type.String()),
+    query: Type.Record(Type.String(), Type.String()),
+    body: Type.String({ description: "The raw body as text; empty when it is not UTF-8 (see bodyBase64)." }),
+    bodyBase64: Nullable(Type.String({ description: "The raw body as base64 when it is not UTF-8." })),
+  }),
+  result: Type.Unknown({ description: "What the plugin returned, or null." }),
+  error: Type.Unknown({ description: "The run's error ({kind, message, line?}), or null." }),
+  logs: Type.Array(Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() })),
+  fetches: Type.Array(
+    Type.Object(
+      { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
+      { additionalProperties: true },
+    ),
+  ),
+  response: Type.Unknown({ description: "The body the webhook answered." }),
+});
+
+export const DeliveryListQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+    cursor: Type.Optional(Type.String({ description: "Opaque: nextCursor of the previous page (repeat the same filters)." })),
+    pluginName: Type.Optional(Type.String({ description: "Only this plugin's deliveries.", examples: ["stripe"] })),
+    outcome: Type.Optional(Type.String({ description: `One outcome or several, comma-separated: ${DELIVERY_OUTCOMES.join(", ")}.`, examples: ["plugin_error,plugin_timeout"] })),
+    invoiceId: Type.Optional(Type.String({ description: "Only deliveries about this invoice." })),
+    since: Type.Optional(Type.String({ description: `Arrived at or after. ${TIME_BOUND}`, examples: ["1h", "2024-06-01T00:00:00Z"] })),
+    until: Type.Optional(Type.String({ description: `Arrived at or before. ${TIME_BOUND}`, examples: ["2024-06-30"] })),
+  },
+  { additionalProperties: false },
+);
+
+export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      "/stores/:storeId/deliveries",
+      {
+        schema: {
+          tags: ["plugins"],
+          security: [{ adminToken: [] }],
+          summary: "Search the delivery log, newest first",
+          description: "Every filter given must hold. Each is served by an index, whatever the size of the log.",
+          params: Type.Object({ storeId: Type.String() }),
+          querystring: DeliveryListQuerySchema,
+          response: { 200: Type.Object({ data: Type.Array(DeliverySummarySchema), pagination: PaginationSchema }), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const { limit = 50, cursor, ...filterInput } = request.query;
+        const filters = parseDeliveryFilters(filterInput, services.now());
+        await services.stores.requireStore(request.params.storeId);
+        const after = cursor === undefined ? null : decodeCursor(cursor);
+        if (cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
+        const { deliveries, next } = await services.deliveries.list(request.params.storeId, { ...filters, limit, after });
+        return { data: deliveries, pagination: { limit, nextCursor: next === null ? null : encodeCursor(next) } };
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/deliveries/:deliveryId",
+      {
+        schema: {
+          tags: ["plugins"],
+          security: [{ adminToken: [] }],
+          summary: "One delivery: request, result, logs, fetches, response",
+          params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }),
+          response: { 200: DeliveryViewSchema, ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => {
+        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
+        if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
+        return d;
+      },
+    );
+  };
+}
