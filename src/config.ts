@@ -112,6 +112,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
+  const poolSize = int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256);
+
   const fetchAllow = str("PLUGIN_FETCH_ALLOW", "")
     .split(",")
     .map((s) => s.trim())
@@ -136,7 +138,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     trustProxy: bool("TRUST_PROXY", false),
     plugin: {
-      poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
+      poolSize,
+      // One store's runs occupy at most this many workers; the rest stay free for other stores.
+      maxConcurrentPerStore: int("PLUGIN_MAX_CONCURRENT_PER_STORE", Math.max(1, poolSize - 1), 1, 256),
+      maxQueuedPerStore: int("PLUGIN_MAX_QUEUED_PER_STORE", 50, 0, 100_000),
       cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),
       wallMs: int("PLUGIN_WALL_MS", 10_000, 10, 300_000),
       memoryBytes: int("PLUGIN_MEMORY_MB", 32, 1, 1024) * 1024 * 1024,

@@ -13,6 +13,7 @@ export type DeliveryOutcome =
   | "rejected"
   | "plugin_error"
   | "plugin_timeout"
+  | "plugin_busy"
   | "invalid_transition"
   | "invoice_not_found"
   | "plugin_not_found";

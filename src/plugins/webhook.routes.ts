@@ -5,6 +5,9 @@ import { errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { lowerCaseKeys } from "./webhook.service.ts";
 
+/** Seconds a provider is asked to wait when the store's sandbox queue is full (a few runs' worth of wall time). */
+const BUSY_RETRY_AFTER_S = 5;
+
 const WebhookQuery = Type.Object(
   {
     pluginName: Type.String({ minLength: 1, maxLength: 64, description: "Name of the store's payment plugin." }),
@@ -34,10 +37,11 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           summary: "Handle a payment provider's webhook with the store's Lua plugin",
           description:
             "The plugin's result decides: pushInvoice completes the invoice, disputeInvoice marks it disputed, ignore does nothing. " +
-            "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx.",
+            "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx. " +
+            "503 service_unavailable with Retry-After: the store already has too many plugin runs waiting for the sandbox.",
           tags: ["webhooks"],
           querystring: WebhookQuery,
-          response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 504) },
+          response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503, 504) },
         },
         config: {
           rateLimit: {
@@ -62,6 +66,8 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           requestId: request.id,
         });
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
+        // A 503 from the sandbox means this store's queue is full: come back when it has drained.
+        if (answer.status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", String(BUSY_RETRY_AFTER_S));
         return reply.code(answer.status as 200).send(answer.body as { status: string });
       },
     );

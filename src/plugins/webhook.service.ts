@@ -91,6 +91,7 @@ function scrubOutcome(outcome: RunOutcome, redact: (t: string) => string): RunOu
 const RUN_ERROR_ANSWER: Record<Exclude<RunOutcome, { ok: true }>["error"]["kind"], { status: number; code: ErrorCode; outcome: DeliveryOutcome; showMessage: boolean }> = {
   rejected: { status: 401, code: "webhook_rejected", outcome: "rejected", showMessage: true },
   timeout: { status: 504, code: "plugin_timeout", outcome: "plugin_timeout", showMessage: false },
+  busy: { status: 503, code: "service_unavailable", outcome: "plugin_busy", showMessage: true },
   script_error: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
   invalid_result: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
   memory_limit: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
