@@ -213,6 +213,14 @@ class WorkerPool implements Sandbox {
       pending.finish({ kind: "killed", message: "the sandbox is closed", line: null, cpuMs: 0 }, [], [], 0);
       return;
     }
+    if (!front && this.ring.length === 0) {
+      // Nobody waits: straight to a worker, if this store may have one.
+      const slot = this.slotFor(pending.key);
+      if (slot !== null) {
+        this.give(slot, pending);
+        return;
+      }
+    }
     let lane = this.lanes.get(pending.key);
     if (!lane) {
       lane = { key: pending.key, queue: [] };
@@ -274,14 +282,15 @@ class WorkerPool implements Sandbox {
   }
 
   /** A worker that can take a job now: started, with room, and its running job neither long nor waiting on the host. */
-  private isOpen(slot: Slot): boolean {
+  private isOpen(slot: Slot, now = performance.now()): boolean {
     if (!slot.ready || slot.gone || slot.jobs.length >= PIPELINE_DEPTH) return false;
     const head = slot.jobs[0];
-    return !head || (head.hostSince === null && head.hostTotal === 0 && performance.now() - head.startedAt < STALL_MS);
+    return !head || (head.hostSince === null && head.hostTotal === 0 && now - head.startedAt < STALL_MS);
   }
 
   private anyOpenSlot(): boolean {
-    for (const slot of this.slots) if (this.isOpen(slot)) return true;
+    const now = performance.now();
+    for (const slot of this.slots) if (this.isOpen(slot, now)) return true;
     return false;
   }
 
@@ -290,18 +299,21 @@ class WorkerPool implements Sandbox {
    * far. A store at its cap may only queue behind workers it already holds.
    */
   private slotFor(key: string): Slot | null {
-    const holds = (slot: Slot) => slot.jobs.some((j) => j.pending.key === key);
     let held = 0;
-    for (const slot of this.slots) if (holds(slot) || (!slot.ready && slot.reservedFor === key)) held++;
-    const atCap = held >= this.limits.maxConcurrentPerStore;
-    let best: Slot | null = null;
+    let anyBest: Slot | null = null; // the best worker of all
+    let ownBest: Slot | null = null; // the best among those already holding this store's jobs
+    const now = performance.now();
     for (const slot of this.slots) {
-      if (!this.isOpen(slot) || (atCap && !holds(slot))) continue;
-      if (!best || slot.jobs.length < best.jobs.length) best = slot;
-      if (slot.jobs.length === 0) break;
+      let own = !slot.ready && slot.reservedFor === key;
+      for (const j of slot.jobs) if (j.pending.key === key) own = true;
+      if (own) held++;
+      if (!this.isOpen(slot, now)) continue;
+      if (!anyBest || slot.jobs.length < anyBest.jobs.length) anyBest = slot;
+      if (own && (!ownBest || slot.jobs.length < ownBest.jobs.length)) ownBest = slot;
     }
-    return best;
+    return held >= this.limits.maxConcurrentPerStore ? ownBest : anyBest;
   }
+
 
   private sourceId(source: string): number {
     let id = this.sourceIds.get(source);
