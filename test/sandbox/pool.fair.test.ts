@@ -20,9 +20,23 @@ const TRIVIAL = `return { status = "ignore", invoiceId = store.id }`;
 const forStore = (source: string, storeId: string) => input(source, { store: { id: storeId } });
 const noInvoices = { getInvoice: () => Promise.resolve(null) };
 
-/** Warms every worker of the pool up (so that start-up time does not decide any order below). */
+/**
+ * Returns once every worker of the pool is running (so that start-up time decides no order below): one
+ * run per worker, each held in a host call until all of them are, which only distinct workers can be.
+ */
 async function warm(sandbox: Sandbox, workers: number): Promise<void> {
-  await Promise.all(Array.from({ length: workers * 4 }, (_, i) => sandbox.run(forStore(TRIVIAL, `st_warm${i}`), noInvoices)));
+  let arrived = 0;
+  let release = () => {};
+  const all = new Promise<void>((resolve) => (release = resolve));
+  const barrier = {
+    getInvoice: async () => {
+      if (++arrived === workers) release();
+      await all;
+      return null;
+    },
+  };
+  const outcomes = await Promise.all(Array.from({ length: workers }, (_, i) => sandbox.run(forStore(`getInvoice("x") return { status = "ignore" }`, `st_warm${i}`), barrier)));
+  for (const o of outcomes) assert.ok(o.ok, JSON.stringify(o));
 }
 
 describe("fair sandbox: per-store queues, a per-store cap, a per-store queue bound", () => {
@@ -93,10 +107,10 @@ describe("fair sandbox: per-store queues, a per-store cap, a per-store queue bou
     const slow = (ms: number) => `local t = os.clock() while os.clock() - t < ${ms / 1000} do end return { status = "ignore", invoiceId = store.id }`;
     const order: string[] = [];
     const track = (p: Promise<RunOutcome>, label: string) => p.then((o) => (order.push(label), o));
-    const a1 = track(sandbox.run(forStore(slow(400), "st_a"), noInvoices), "a1");
-    const a2 = track(sandbox.run(forStore(slow(400), "st_a"), noInvoices), "a2");
+    const a1 = track(sandbox.run(forStore(slow(1_500), "st_a"), noInvoices), "a1");
+    const a2 = track(sandbox.run(forStore(slow(100), "st_a"), noInvoices), "a2");
     await new Promise((r) => setTimeout(r, 50));
-    const b1 = track(sandbox.run(forStore(slow(50), "st_b"), noInvoices), "b1");
+    const b1 = track(sandbox.run(forStore(TRIVIAL, "st_b"), noInvoices), "b1");
     for (const o of await Promise.all([a1, a2, b1])) assert.ok(o.ok, JSON.stringify(o));
     // With a cap of 1, st_a's second run waits for its first; st_b's run takes the other worker at once.
     assert.deepEqual(order, ["b1", "a1", "a2"]);
