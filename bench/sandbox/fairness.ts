@@ -3,7 +3,9 @@
 // core); 0.1, 1 and 3 s later another store runs a trivial plugin. Reported: that trivial run's
 // latency (queueing included), median over rounds, and what became of the flood. With --baseline, the
 // sandbox of that commit (extracted into bench/.baseline/<rev>) runs the same rounds, interleaved
-// with this tree's, so both sides see the same noise. Raw figures: bench/results/tmp/fairness.json.
+// with this tree's, so both sides see the same noise; and then the fixed cost of one trivial run
+// (sequential, one store) on both sides, to show what the lanes cost when nobody floods (--skip-fixed
+// to leave it out). Raw figures: bench/results/tmp/fairness.json.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -12,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunInput, RunOutcome, Sandbox, SandboxHost } from "../../src/sandbox/index.ts";
 
-const { values } = parseArgs({ options: { baseline: { type: "string" }, rounds: { type: "string", default: "5" }, flood: { type: "string", default: "60" } } });
+const { values } = parseArgs({ options: { baseline: { type: "string" }, rounds: { type: "string", default: "5" }, flood: { type: "string", default: "60" }, "skip-fixed": { type: "boolean", default: false } } });
 const ROUNDS = Number(values.rounds);
 const FLOOD = Number(values.flood);
 const ARRIVALS_MS = [100, 1_000, 3_000];
@@ -107,5 +109,38 @@ for (const side of sides) {
   summary[side.name] = { medianMs: median(all), maxMs: Math.max(...all), samplesMs: all, otherOk: ok, flood };
   console.log(`| ${side.name} | **${fmt(median(all))}** (${all.map(fmt).join(", ")}) | ${fmt(Math.max(...all))} | ${ok} / ${all.length} | ${Object.entries(flood).map(([k, v]) => `${k} ${v}`).join(", ")} |`);
 }
+
+/** Median latency of one trivial run, one store, one run at a time (after a warm-up), in µs. */
+async function fixedCost(create: CreateSandbox): Promise<number> {
+  const sandbox = create();
+  const input = job(TRIVIAL, "st_bench");
+  for (let i = 0; i < 2_000; i++) await sandbox.run(input, host);
+  const samples: number[] = [];
+  for (let i = 0; i < 5_000; i++) {
+    const t = performance.now();
+    await sandbox.run(input, host);
+    samples.push((performance.now() - t) * 1000);
+  }
+  await sandbox.close();
+  return median(samples);
+}
+
+if (!values["skip-fixed"]) {
+  const fixed = new Map<string, number[]>();
+  for (let r = 0; r < 6; r++) {
+    for (let k = 0; k < sides.length; k++) {
+      const side = sides[(r + k) % sides.length]!;
+      (fixed.get(side.name) ?? fixed.set(side.name, []).get(side.name)!).push(await fixedCost(side.create));
+    }
+  }
+  console.log(`\nFixed cost of one trivial run (one store, sequential; 6 interleaved rounds of 5,000 runs, median of each round):\n`);
+  console.log(`| sandbox | median of the rounds' medians | rounds (µs) |\n|---|---:|---|`);
+  for (const side of sides) {
+    const rounds = fixed.get(side.name)!;
+    summary[side.name] = { ...(summary[side.name] as object), fixedCostUs: median(rounds), fixedCostRoundsUs: rounds };
+    console.log(`| ${side.name} | **${median(rounds).toFixed(1)} µs** | ${rounds.map((x) => x.toFixed(1)).join(", ")} |`);
+  }
+}
+
 mkdirSync(path.join(root, "bench/results/tmp"), { recursive: true });
 writeFileSync(path.join(root, "bench/results/tmp/fairness.json"), `${JSON.stringify({ machine: { cpus: os.availableParallelism(), model: os.cpus()[0]?.model, node: process.version, load: os.loadavg() }, flood: FLOOD, arrivalsMs: ARRIVALS_MS, rounds: ROUNDS, summary }, null, 2)}\n`);
