@@ -2,12 +2,12 @@
 // One store floods 60 `while true do end` runs (default limits: 250 ms of CPU each, one worker per
 // core); 0.1, 1 and 3 s later another store runs a trivial plugin. Reported: that trivial run's
 // latency (queueing included), median over rounds, and what became of the flood. With --baseline, the
-// sandbox of that commit (extracted into bench/.baseline/<rev>) runs the same rounds, interleaved
+// sandbox of that commit (extracted into $TMPDIR/storefront-baseline-<rev>) runs the same rounds, interleaved
 // with this tree's, so both sides see the same noise; and then the fixed cost of one trivial run
 // (sequential, one store) on both sides, to show what the lanes cost when nobody floods (--skip-fixed
 // to leave it out). Raw figures: bench/results/tmp/fairness.json.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,13 +22,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 
 type CreateSandbox = (limits?: Record<string, unknown>) => Sandbox;
 
-/** The sandbox module of `rev`, extracted beside this tree so it resolves the same node_modules. */
+/** The sandbox module of `rev`, extracted into a temporary directory that links to this tree's node_modules. */
 async function baselineModule(rev: string): Promise<CreateSandbox> {
   const sha = execFileSync("git", ["rev-parse", "--short", rev], { cwd: root, encoding: "utf8" }).trim();
-  const dir = path.join(root, "bench", ".baseline", sha);
+  // Outside the tree (no lint, no typecheck of old code), resolving this tree's node_modules.
+  const dir = path.join(os.tmpdir(), `storefront-baseline-${sha}`);
   if (!existsSync(path.join(dir, "src"))) {
     mkdirSync(dir, { recursive: true });
     execFileSync("sh", ["-c", `git archive ${sha} src | tar -x -C ${JSON.stringify(dir)}`], { cwd: root });
+    symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
   }
   const mod = (await import(path.join(dir, "src/sandbox/index.ts"))) as { createSandbox: CreateSandbox };
   return mod.createSandbox;
