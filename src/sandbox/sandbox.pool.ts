@@ -314,7 +314,6 @@ class WorkerPool implements Sandbox {
     return held >= this.limits.maxConcurrentPerStore ? ownBest : anyBest;
   }
 
-
   private sourceId(source: string): number {
     let id = this.sourceIds.get(source);
     if (id === undefined) {
