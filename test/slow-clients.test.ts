@@ -1,5 +1,5 @@
 // Slow and greedy clients against a real `storefront serve` process: a slowloris connection (headers a
-// byte at a time, never finished) is closed after the header timeout while the service keeps answering;
+// byte at a time, never finished) is closed after the header timeout while the service keeps answering; a body sent a byte at a time is cut off at the request timeout;
 // a silent kept-alive connection is closed after the idle timeout; connections past the cap are refused.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -84,6 +84,29 @@ describe("slow clients", () => {
     assert.ok(sent < head.length, "closed before the client ran out of header bytes");
     assert.ok(received === "" || received.startsWith("HTTP/1.1 408"), `answer: ${received.slice(0, 100)}`);
     assert.ok(answered >= 3, `${answered} normal requests answered meanwhile`);
+  });
+
+  test("a body sent a byte at a time is cut off at the request timeout, with 408", async () => {
+    const socket = await connect(server.url);
+    const gone = closed(socket);
+    let isClosed = false;
+    void gone.then(() => (isClosed = true));
+    socket.write("POST /api/paymentPlugins?pluginName=x&storeId=y HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n");
+    const started = performance.now();
+    let sent = 0;
+    // One byte every 50 ms: 1000 bytes would take 50 s; the request timeout is 2 s.
+    while (!isClosed && performance.now() - started < 8_000) {
+      socket.write("x");
+      sent++;
+      await sleep(50);
+    }
+    const elapsed = performance.now() - started;
+    if (!isClosed) socket.destroy();
+    assert.ok(isClosed, "the slow body's connection was still open after 8 s");
+    const received = await gone;
+    assert.ok(elapsed >= 1_900, `closed after ${elapsed} ms, before the request timeout`);
+    assert.ok(sent < 1000);
+    assert.match(received, /^HTTP\/1.1 408/);
   });
 
   test("a connection that sends nothing at all is closed", async () => {
