@@ -1,6 +1,7 @@
 // Slow and greedy clients against a real `storefront serve` process: a slowloris connection (headers a
-// byte at a time, never finished) is closed after the header timeout while the service keeps answering; a body sent a byte at a time is cut off at the request timeout;
-// a silent kept-alive connection is closed after the idle timeout; connections past the cap are refused.
+// byte at a time, never finished) is closed after the header timeout while the service keeps answering;
+// a body sent a byte at a time is cut off at the request timeout; a silent kept-alive connection is
+// closed after the idle timeout; connections past the cap are refused.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
