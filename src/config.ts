@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
 /** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
@@ -131,6 +132,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
+  try {
+    createAddressPolicy(fetchAllow); // the same parse the sandbox does: a bad entry stops start-up here
+  } catch (err) {
+    problems.push(err instanceof RangeError ? err.message : `PLUGIN_FETCH_ALLOW: ${String(err)}`);
+  }
 
   const pluginWallMs = int("PLUGIN_WALL_MS", 10_000, 10, 300_000);
   const http: HttpLimitsConfig = {

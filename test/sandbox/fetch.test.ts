@@ -6,6 +6,7 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { buildConnector } from "undici";
 import { guardConnector } from "../../src/sandbox/fetch.client.ts";
+import { loadConfig } from "../../src/config.ts";
 import { createAddressPolicy, normalizeAddress } from "../../src/sandbox/fetch.policy.ts";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
 import { expectError, run, startServer, type TestServer } from "./helpers.ts";
@@ -217,10 +218,11 @@ describe("PLUGIN_FETCH_ALLOW", () => {
     assert.equal(policy.refusal("172.16.0.9"), null);
   });
 
-  test("a malformed port in the allow list is a configuration error", () => {
+  test("a malformed port in the allow list is a configuration error, reported at start-up", () => {
     for (const entry of ["10.0.0.1:0", "10.0.0.1:65536", "host:", "[fd00::1]:x", "[fd00::1", "[payments.internal]:443"]) {
       assert.throws(() => createAddressPolicy([entry]), /PLUGIN_FETCH_ALLOW/, entry);
     }
+    assert.throws(() => loadConfig({ PLUGIN_FETCH_ALLOW: "payments.internal:8443, 10.0.0.1:99999" }), /PLUGIN_FETCH_ALLOW: "10\.0\.0\.1:99999" has an invalid port/);
   });
 
   test("allowing a host on one port does not reach its other ports, through DNS or literal, and never connects there", async () => {
