@@ -233,8 +233,13 @@ class WorkerPool implements Sandbox {
       if (lane.queue.length === 0) this.dropLane(lane);
       return;
     }
-    if (front) lane.queue.unshift(pending);
-    else lane.queue.push(pending);
+    if (front) {
+      // A job taken back had its turn already: its lane is served next, so reclaims cannot skip a store.
+      lane.queue.unshift(pending);
+      this.turn = this.ring.indexOf(lane);
+    } else {
+      lane.queue.push(pending);
+    }
     this.dispatch();
     if (!lane.queue.includes(pending) || pending.queueTimer) return; // started, or already waiting with its timer
     // A run that cannot get a worker (all busy, or none able to start) fails instead of waiting forever.
