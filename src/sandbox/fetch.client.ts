@@ -205,15 +205,18 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
 export function guardConnector(connect: BuildConnector.connector, policy: AddressPolicy): BuildConnector.connector {
   return (options, callback) => {
     const port = options.port === undefined || options.port === "" ? (options.protocol === "https:" ? 443 : 80) : Number(options.port);
-    connectingPort.run(port, () => connect(options, (err, socket) => {
-      if (err !== null) return callback(err, null);
-      const refusal = connectionRefusal(policy, options.hostname, socket);
-      if (refusal !== null) {
-        socket.destroy();
-        return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
-      }
-      callback(null, socket);
-    }));
+    // The lookup inside connect() reads the port from here (dns.lookup itself is never told it).
+    connectingPort.run(port, () =>
+      connect(options, (err, socket) => {
+        if (err !== null) return callback(err, null);
+        const refusal = connectionRefusal(policy, options.hostname, socket);
+        if (refusal !== null) {
+          socket.destroy();
+          return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
+        }
+        callback(null, socket);
+      }),
+    );
   };
 }
 
