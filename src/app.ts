@@ -71,7 +71,18 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         .header(VERSION_HEADER, currentVersion().version)
         .send(errorBody(code, message, request.id));
     },
+    // Slow clients (slowloris, stalled bodies, silent connections) are closed; see config.http.
+    requestTimeout: config.http.requestTimeoutMs,
+    connectionTimeout: config.http.idleTimeoutMs,
+    keepAliveTimeout: config.http.idleTimeoutMs,
+    http: {
+      headersTimeout: config.http.headersTimeoutMs,
+      requestTimeout: config.http.requestTimeoutMs,
+      // Node looks at the header and request timeouts only this often (30 s by default).
+      connectionsCheckingInterval: Math.min(1_000, config.http.headersTimeoutMs),
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.server.maxConnections = config.http.maxConnections;
 
   const state = { closing: false };
   app.addHook("preClose", async () => {

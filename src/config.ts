@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
 /** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
@@ -35,7 +36,20 @@ export interface Config {
   /** Pending invoices expire this long after creation; 0 turns expiry off. */
   invoicePaymentWindowMinutes: number;
   trustProxy: boolean;
+  /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
+  http: HttpLimitsConfig;
   plugin: PluginLimitsConfig;
+}
+
+export interface HttpLimitsConfig {
+  /** The request's headers must have arrived within this (HTTP_HEADERS_TIMEOUT_MS); else 408 and closed. */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must have arrived within this (HTTP_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number;
+  /** A connection with no traffic either way for this long is closed, kept-alive ones included (HTTP_IDLE_TIMEOUT_MS). */
+  idleTimeoutMs: number;
+  /** Connections open at once; more are closed as they arrive (HTTP_MAX_CONNECTIONS). */
+  maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -122,10 +136,29 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
+  const poolSize = int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256);
+
   const fetchAllow = str("PLUGIN_FETCH_ALLOW", "")
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
+  try {
+    createAddressPolicy(fetchAllow); // the same parse the sandbox does: a bad entry stops start-up here
+  } catch (err) {
+    problems.push(err instanceof RangeError ? err.message : `PLUGIN_FETCH_ALLOW: ${String(err)}`);
+  }
+
+  const pluginWallMs = int("PLUGIN_WALL_MS", 10_000, 10, 300_000);
+  const http: HttpLimitsConfig = {
+    headersTimeoutMs: int("HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
+    requestTimeoutMs: int("HTTP_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    // Longer than the 60 s after which common proxies drop idle upstream connections (Fastify's keep-alive default).
+    idleTimeoutMs: int("HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
+    maxConnections: int("HTTP_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+  };
+  if (http.headersTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not be longer than HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
+  // A webhook waits silently for its plugin: the idle timeout must not cut it off.
+  if (http.idleTimeoutMs <= pluginWallMs) problems.push(`HTTP_IDLE_TIMEOUT_MS (${http.idleTimeoutMs}) must be longer than PLUGIN_WALL_MS (${pluginWallMs})`);
 
   const config: Config = {
     port,
@@ -156,10 +189,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     invoicePaymentWindowMinutes: int("INVOICE_PAYMENT_WINDOW_MINUTES", 60, 0, 525_600),
     trustProxy: bool("TRUST_PROXY", false),
+    http,
     plugin: {
-      poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
+      poolSize,
+      // One store's runs occupy at most this many workers; the rest stay free for other stores.
+      maxConcurrentPerStore: int("PLUGIN_MAX_CONCURRENT_PER_STORE", Math.max(1, poolSize - 1), 1, 256),
+      maxQueuedPerStore: int("PLUGIN_MAX_QUEUED_PER_STORE", 50, 0, 100_000),
       cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),
-      wallMs: int("PLUGIN_WALL_MS", 10_000, 10, 300_000),
+      wallMs: pluginWallMs,
       memoryBytes: int("PLUGIN_MEMORY_MB", 32, 1, 1024) * 1024 * 1024,
       maxFetches: int("PLUGIN_MAX_FETCHES", 10, 0, 1000),
       fetchTimeoutMs: int("PLUGIN_FETCH_TIMEOUT_MS", 5_000, 1, 300_000),

@@ -6,7 +6,9 @@ import { createSandbox, type SandboxHost } from "../../src/sandbox/index.ts";
 import { SECRET, luaPlugin, tsPlugin, type Hash } from "./plugins.ts";
 
 const poolSize = Number(process.env.POOL_SIZE ?? 0) || undefined;
-const sandbox = createSandbox(poolSize ? { poolSize } : {});
+// Every request here comes from one store: by default it may use all workers but one.
+const perStore = Number(process.env.PLUGIN_MAX_CONCURRENT_PER_STORE ?? 0) || undefined;
+const sandbox = createSandbox({ ...(poolSize ? { poolSize } : {}), ...(perStore ? { maxConcurrentPerStore: perStore } : {}) });
 const host: SandboxHost = { getInvoice: () => Promise.resolve(null) };
 const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
 app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body, done) => done(null, body));

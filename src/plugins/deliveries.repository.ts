@@ -13,6 +13,8 @@ export const DELIVERY_OUTCOMES = [
   "rejected",
   "plugin_error",
   "plugin_timeout",
+  /** The store's sandbox queue was full: answered 503, the plugin did not run. */
+  "plugin_busy",
   "invalid_transition",
   "invoice_not_found",
   "plugin_not_found",

@@ -52,7 +52,8 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           summary: "Handle a payment provider's webhook with the store's Lua plugin",
           description:
             "The plugin's result decides: pushInvoice completes the invoice, disputeInvoice marks it disputed, ignore does nothing. " +
-            "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx.",
+            "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx. " +
+            "503 service_unavailable with Retry-After: the store already has too many plugin runs waiting for the sandbox.",
           tags: ["webhooks"],
           querystring: WebhookQuery,
           response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503, 504) },
@@ -79,8 +80,9 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           body: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
           requestId: request.id,
         });
+        // A 503 (queue full, secrets or database unavailable) ran nothing to verify: charged to nobody.
         if (isUnverified(answer)) limits.webhookUnverified.hit(unverifiedKey);
-        else limits.webhookVerified.hit(storeId);
+        else if (answer.status !== 503) limits.webhookVerified.hit(storeId);
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
         if (answer.retryAfter !== undefined) reply.header("retry-after", String(answer.retryAfter));
         return reply.code(answer.status as 200).send(answer.body as { status: string });

@@ -123,6 +123,7 @@ export function eventKeyOf(result: PluginResult, body: Buffer): string {
 const RUN_ERROR_ANSWER: Record<Exclude<RunOutcome, { ok: true }>["error"]["kind"], { status: number; code: ErrorCode; outcome: DeliveryOutcome; showMessage: boolean }> = {
   rejected: { status: 401, code: "webhook_rejected", outcome: "rejected", showMessage: true },
   timeout: { status: 504, code: "plugin_timeout", outcome: "plugin_timeout", showMessage: false },
+  busy: { status: 503, code: "service_unavailable", outcome: "plugin_busy", showMessage: true },
   script_error: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
   invalid_result: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
   memory_limit: { status: 500, code: "plugin_error", outcome: "plugin_error", showMessage: true },
@@ -131,6 +132,8 @@ const RUN_ERROR_ANSWER: Record<Exclude<RunOutcome, { ok: true }>["error"]["kind"
 
 /** Seconds a provider is asked to wait when the service cannot take a delivery now. */
 const RETRY_AFTER_SECONDS = 30;
+/** ... and when the store's sandbox queue is full: it drains in seconds. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
 const DEFAULT_UNVERIFIED_BODY_BYTES = 4096;
 
 type RecordFields = Pick<DeliveryRecord, "outcome" | "result" | "error" | "logs" | "fetches" | "invoiceId" | "transition" | "responseStatus" | "responseBody">;
@@ -231,7 +234,9 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   /** Step 3a: a run that failed (rejected, raised, timed out, returned nonsense): answered and recorded as such. */
   async function failed(d: Delivery, plugin: RunnablePlugin, error: NonNullable<RunTraces["error"]>, traces: RunTraces, redact: (t: string) => string): Promise<WebhookAnswer> {
     const map = RUN_ERROR_ANSWER[error.kind as keyof typeof RUN_ERROR_ANSWER];
-    const message = map.showMessage
+    const message = error.kind === "busy"
+      ? `The plugin did not run: ${error.message}; retry shortly`
+      : map.showMessage
       ? `${map.code === "webhook_rejected" ? "Rejected by the plugin" : `Plugin failed (${error.kind})`}: ${error.message}`
       : map.code === "plugin_timeout"
         ? "The plugin did not finish within its time limit"
@@ -241,7 +246,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       { outcome: map.outcome, result: null, error, logs: traces.logs, fetches: traces.fetches, invoiceId: null, transition: null, responseStatus: map.status, responseBody: body },
       { pluginVersion: plugin.version, redact, verified: map.outcome !== "rejected" },
     );
-    return { status: map.status, body, deliveryId: d.id };
+    return { status: map.status, body, deliveryId: d.id, ...(map.status === 503 ? { retryAfter: BUSY_RETRY_AFTER_SECONDS } : {}) };
   }
 
   /** Step 3b: `ignore` changes no status; its log lines still go on the invoice it names, if it is this store's. */

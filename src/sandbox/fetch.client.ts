@@ -1,14 +1,15 @@
 // A plugin's outbound HTTP, run on the main thread with undici. The destination is checked three
-// times: the URL's host when it is an IP literal (any spelling the URL parser accepts: 2130706433,
-// 0x7f.1, [::ffff:127.0.0.1]), every address DNS returns, and finally the address the socket is
-// actually connected to, which is the check that cannot be bypassed. Redirects are followed by hand
+// times, each with the port: the URL's host when it is an IP literal (any spelling the URL parser
+// accepts: 2130706433, 0x7f.1, [::ffff:127.0.0.1]), every address DNS returns, and finally the
+// address and port the socket is actually connected to, which is the check that cannot be bypassed. Redirects are followed by hand
 // (at most 3, http and https only) and each hop goes through the same checks; the response size and
 // the time are bounded.
+import { AsyncLocalStorage } from "node:async_hooks";
 import dns from "node:dns";
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Dispatcher, buildConnector as BuildConnector } from "undici";
-import { createAddressPolicy, type AddressPolicy } from "./fetch.policy.ts";
+import { connectionRefusal, createAddressPolicy, type AddressPolicy } from "./fetch.policy.ts";
 import type { FetchReply, FetchRequest } from "./sandbox.protocol.ts";
 import type { FetchRecord, LookupFunction, SandboxLimits } from "./sandbox.types.ts";
 
@@ -17,6 +18,9 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 class FetchRefused extends Error {}
+
+/** The port a connection is being made to, for the resolution-time check (dns.lookup is not told it). */
+const connectingPort = new AsyncLocalStorage<number>();
 
 export interface FetchContext {
   /** Aborted when the run ends (wall time, kill, pool closed). */
@@ -39,12 +43,14 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
   // Checked at resolution time so a refused name is never even connected to.
   const guardedLookup = (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
     const family = options.family === 4 || options.family === 6 ? options.family : undefined;
+    // Unknown port (not through guardConnector): only the allow entries without a port apply.
+    const port = connectingPort.getStore();
     resolve(hostname, { all: true, ...(family ? { family } : {}) }, (err, addresses) => {
       if (err) return callback(err, []);
       if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
-      if (!policy.hostAllowed(hostname)) {
+      if (!policy.hostAllowed(hostname, port)) {
         for (const a of addresses) {
-          if (policy.refusal(a.address) !== null) return callback(new FetchRefused(`${hostname} resolves to ${a.address}, a private or reserved address`), []);
+          if (policy.refusal(a.address, port) !== null) return callback(new FetchRefused(`${hostname} resolves to ${a.address}, a private or reserved address`), []);
         }
       }
       if (options.all) callback(null, addresses);
@@ -63,7 +69,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     if (url.protocol !== "http:" && url.protocol !== "https:") return `only http and https URLs can be fetched, not ${url.protocol}`;
     if (url.username !== "" || url.password !== "") return "URLs with credentials are not supported";
     const host = url.hostname.replace(/^\[|\]$/g, "");
-    if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname)) return policy.refusal(host);
+    if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname, portOf(url))) return policy.refusal(host, portOf(url));
     return null;
   }
 
@@ -198,17 +204,25 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
  */
 export function guardConnector(connect: BuildConnector.connector, policy: AddressPolicy): BuildConnector.connector {
   return (options, callback) => {
-    connect(options, (err, socket) => {
-      if (err !== null) return callback(err, null);
-      const remote = socket.remoteAddress;
-      const refusal = policy.hostAllowed(options.hostname) ? null : remote === undefined ? "the connection has no remote address" : policy.refusal(remote);
-      if (refusal !== null) {
-        socket.destroy();
-        return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
-      }
-      callback(null, socket);
-    });
+    const port = options.port === undefined || options.port === "" ? (options.protocol === "https:" ? 443 : 80) : Number(options.port);
+    // The lookup inside connect() reads the port from here (dns.lookup itself is never told it).
+    connectingPort.run(port, () =>
+      connect(options, (err, socket) => {
+        if (err !== null) return callback(err, null);
+        const refusal = connectionRefusal(policy, options.hostname, socket);
+        if (refusal !== null) {
+          socket.destroy();
+          return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
+        }
+        callback(null, socket);
+      }),
+    );
   };
+}
+
+/** The port a URL connects to: its own, else its scheme's. */
+function portOf(url: URL): number {
+  return url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
 }
 
 function describe(err: unknown): string {

@@ -4,6 +4,11 @@
 // A run past a limit is answered at once and its worker is terminated and replaced; the main thread
 // also performs the host calls (getInvoice, fetch) and hands the answers back to the parked worker.
 //
+// Jobs wait in one queue per store (a lane), served in turn (round robin), and a store's jobs occupy at
+// most `maxConcurrentPerStore` workers at once: one store's flood of runaway scripts waits behind its
+// own runs, not in front of another store's. A store with `maxQueuedPerStore` runs already waiting is
+// refused at once (`busy`) instead of queueing runs that would time out anyway.
+//
 // Jobs are pipelined: a worker may hold a few queued jobs behind the one it runs, so it never waits
 // for the (busy) HTTP event loop between two runs. A queued job is taken back (CTL_CLAIM) and given
 // to another worker when the running one blocks on a host call or runs long, and it is never lost or
@@ -67,9 +72,22 @@ interface Pending {
   job: JobSpec;
   host: SandboxHost | null;
   finish: Finish;
+  /** Ends the job without running it: its store has too many runs waiting. */
+  refuse: (message: string) => void;
+  /** The lane: the store's id for a run, CHECK_LANE for compile checks. */
+  key: string;
   queuedAt: number;
   queueTimer: NodeJS.Timeout | null;
 }
+
+/** One store's waiting jobs, oldest first. */
+interface Lane {
+  key: string;
+  queue: Pending[];
+}
+
+/** Compile checks (uploads) share one lane of their own; no store id is "\0". */
+const CHECK_LANE = "\0check";
 
 /** A job handed to a worker: queued there, or running when it is the first of the slot's list. */
 interface Active {
@@ -106,6 +124,11 @@ interface Slot {
   revoked: number;
   /** Jobs held by the worker, oldest (running) first. */
   jobs: Active[];
+  /**
+   * While this (replacement) worker starts: the lane whose runaway run had the old one killed. It
+   * still counts against that store's cap, so the flooding store pays for its own restarts.
+   */
+  reservedFor: string | null;
 }
 
 export function createSandbox(limits?: Partial<SandboxLimits>, deps: SandboxDeps = {}): Sandbox {
@@ -117,7 +140,10 @@ class WorkerPool implements Sandbox {
   private readonly fetcher: Fetcher;
   private readonly workerUrl: URL;
   private readonly slots = new Set<Slot>();
-  private readonly queue: Pending[] = [];
+  /** Lanes with waiting jobs, by key, and the same lanes in turn order; `turn` is the next to serve. */
+  private readonly lanes = new Map<string, Lane>();
+  private readonly ring: Lane[] = [];
+  private turn = 0;
   private nextRunId = 1;
   private readonly sourceIds = new Map<string, number>();
   private nextSourceId = 1;
@@ -141,7 +167,8 @@ class WorkerPool implements Sandbox {
         finish({ kind: "killed", message: `invalid run input: ${err instanceof Error ? err.message : String(err)}`, line: null, cpuMs: 0 }, [], [], 0);
         return;
       }
-      this.enqueue({ job, host, finish, queuedAt: performance.now(), queueTimer: null });
+      const refuse = (message: string) => resolve({ ok: false, error: { kind: "busy", message }, logs: [], fetches: [], durationMs: 0 });
+      this.enqueue({ job, host, finish, refuse, key: job.storeId, queuedAt: performance.now(), queueTimer: null });
     });
   }
 
@@ -154,7 +181,8 @@ class WorkerPool implements Sandbox {
         else if (result.kind === "compile_error") resolve({ ok: false, message: result.message, line: result.line });
         else resolve({ ok: false, message: `the compile check did not finish: ${"message" in result ? result.message : result.kind}`, line: null });
       };
-      this.enqueue({ job: { type: "check", source }, host: null, finish, queuedAt: performance.now(), queueTimer: null });
+      const refuse = (message: string) => resolve({ ok: false, message: `the compile check did not run: ${message}`, line: null });
+      this.enqueue({ job: { type: "check", source }, host: null, finish, refuse, key: CHECK_LANE, queuedAt: performance.now(), queueTimer: null });
     });
   }
 
@@ -162,7 +190,9 @@ class WorkerPool implements Sandbox {
     if (this.closed) return;
     this.closed = true;
     const closedResult: WorkerResult = { kind: "killed", message: "the sandbox was closed", line: null, cpuMs: 0 };
-    for (const pending of this.queue.splice(0)) {
+    const waiting = this.ring.splice(0).flatMap((lane) => lane.queue.splice(0));
+    this.lanes.clear();
+    for (const pending of waiting) {
       if (pending.queueTimer) clearTimeout(pending.queueTimer);
       pending.finish(closedResult, [], [], 0);
     }
@@ -178,39 +208,116 @@ class WorkerPool implements Sandbox {
 
   // ---- queue and dispatch ------------------------------------------------------------------------
 
+  /** Queues a job in its store's lane (`front`: a job taken back from a worker, which keeps its turn). */
   private enqueue(pending: Pending, front = false): void {
     if (this.closed) {
       pending.finish({ kind: "killed", message: "the sandbox is closed", line: null, cpuMs: 0 }, [], [], 0);
       return;
     }
-    if (front) this.queue.unshift(pending);
-    else this.queue.push(pending);
+    if (!front && this.ring.length === 0) {
+      // Nobody waits: straight to a worker, if this store may have one.
+      const slot = this.slotFor(pending.key);
+      if (slot !== null) {
+        this.give(slot, pending);
+        return;
+      }
+    }
+    let lane = this.lanes.get(pending.key);
+    if (!lane) {
+      lane = { key: pending.key, queue: [] };
+      this.lanes.set(pending.key, lane);
+      this.ring.push(lane);
+    }
+    if (!front && lane.queue.length >= this.limits.maxQueuedPerStore) {
+      // Refused before anything is queued: the store that floods is the one that gets turned away.
+      pending.refuse(`this store already has ${lane.queue.length} plugin runs waiting for the sandbox`);
+      if (lane.queue.length === 0) this.dropLane(lane);
+      return;
+    }
+    if (front) {
+      // A job taken back had its turn already: its lane is served next, so reclaims cannot skip a store.
+      lane.queue.unshift(pending);
+      this.turn = this.ring.indexOf(lane);
+    } else {
+      lane.queue.push(pending);
+    }
     this.dispatch();
-    if (!this.queue.includes(pending) || pending.queueTimer) return; // started, or already waiting with its timer
+    if (!lane.queue.includes(pending) || pending.queueTimer) return; // started, or already waiting with its timer
     // A run that cannot get a worker (all busy, or none able to start) fails instead of waiting forever.
     const patience = this.limits.wallMs + START_ALLOWANCE_MS;
     pending.queueTimer = setTimeout(() => {
-      const at = this.queue.indexOf(pending);
-      if (at < 0) return;
-      this.queue.splice(at, 1);
+      const current = this.lanes.get(pending.key);
+      const at = current ? current.queue.indexOf(pending) : -1;
+      if (!current || at < 0) return;
+      current.queue.splice(at, 1);
+      if (current.queue.length === 0) this.dropLane(current);
       pending.finish({ kind: "timeout", message: `no sandbox worker became free within ${patience} ms`, line: null, cpuMs: 0 }, [], [], performance.now() - pending.queuedAt);
     }, patience);
   }
 
-  /** Idle workers first; then queue behind runs that are short so far and not waiting on the host. */
+  private dropLane(lane: Lane): void {
+    if (this.lanes.get(lane.key) === lane) this.lanes.delete(lane.key);
+    const at = this.ring.indexOf(lane);
+    if (at < 0) return;
+    this.ring.splice(at, 1);
+    if (at < this.turn) this.turn--;
+  }
+
+  /**
+   * Gives waiting jobs to workers, one lane at a time in turn: each lane's oldest job goes to the best
+   * worker its store may still use, then the turn passes to the next lane.
+   */
   private dispatch(): void {
-    while (this.queue.length > 0) {
-      let best: Slot | null = null;
-      for (const slot of this.slots) {
-        if (!slot.ready || slot.gone || slot.jobs.length >= PIPELINE_DEPTH) continue;
-        const head = slot.jobs[0];
-        if (head && (head.hostSince !== null || head.hostTotal > 0 || performance.now() - head.startedAt >= STALL_MS)) continue;
-        if (!best || slot.jobs.length < best.jobs.length) best = slot;
-        if (slot.jobs.length === 0) break;
+    let passed = 0; // lanes in a row that could not be served
+    while (this.ring.length > 0 && passed < this.ring.length) {
+      if (!this.anyOpenSlot()) return;
+      if (this.turn >= this.ring.length) this.turn = 0;
+      const lane = this.ring[this.turn]!;
+      const slot = this.slotFor(lane.key);
+      if (slot === null) {
+        this.turn++;
+        passed++;
+        continue;
       }
-      if (!best) return;
-      this.give(best, this.queue.shift()!);
+      passed = 0;
+      const pending = lane.queue.shift()!;
+      if (lane.queue.length === 0) this.dropLane(lane); // the next lane moves into this turn
+      else this.turn++;
+      this.give(slot, pending);
     }
+  }
+
+  /** A worker that can take a job now: started, with room, and its running job neither long nor waiting on the host. */
+  private isOpen(slot: Slot, now = performance.now()): boolean {
+    if (!slot.ready || slot.gone || slot.jobs.length >= PIPELINE_DEPTH) return false;
+    const head = slot.jobs[0];
+    return !head || (head.hostSince === null && head.hostTotal === 0 && now - head.startedAt < STALL_MS);
+  }
+
+  private anyOpenSlot(): boolean {
+    const now = performance.now();
+    for (const slot of this.slots) if (this.isOpen(slot, now)) return true;
+    return false;
+  }
+
+  /**
+   * The worker for a job of lane `key`: idle workers first, then queueing behind runs that are short so
+   * far. A store at its cap may only queue behind workers it already holds.
+   */
+  private slotFor(key: string): Slot | null {
+    let held = 0;
+    let anyBest: Slot | null = null; // the best worker of all
+    let ownBest: Slot | null = null; // the best among those already holding this store's jobs
+    const now = performance.now();
+    for (const slot of this.slots) {
+      let own = !slot.ready && slot.reservedFor === key;
+      for (const j of slot.jobs) if (j.pending.key === key) own = true;
+      if (own) held++;
+      if (!this.isOpen(slot, now)) continue;
+      if (!anyBest || slot.jobs.length < anyBest.jobs.length) anyBest = slot;
+      if (own && (!ownBest || slot.jobs.length < ownBest.jobs.length)) ownBest = slot;
+    }
+    return held >= this.limits.maxConcurrentPerStore ? ownBest : anyBest;
   }
 
   private sourceId(source: string): number {
@@ -308,7 +415,7 @@ class WorkerPool implements Sandbox {
 
   // ---- worker lifecycle --------------------------------------------------------------------------
 
-  private spawn(): void {
+  private spawn(reservedFor: string | null = null): void {
     const shared = new SharedArrayBuffer(sharedBufferSize(this.limits));
     const jobs = new MessageChannel();
     const replies = new MessageChannel();
@@ -335,6 +442,7 @@ class WorkerPool implements Sandbox {
       seq: 0,
       revoked: 0,
       jobs: [],
+      reservedFor,
     };
     this.slots.add(slot);
     worker.on("message", (message: WorkerMessage) => this.onMessage(slot, message));
@@ -347,6 +455,7 @@ class WorkerPool implements Sandbox {
     switch (message.type) {
       case "ready":
         slot.ready = true;
+        slot.reservedFor = null;
         this.startupFailures = 0;
         slot.cpuFd = openCpuClock(message.tid);
         slot.worker.unref();
@@ -401,6 +510,8 @@ class WorkerPool implements Sandbox {
     const exchanged = Atomics.exchange(slot.ctl, CTL_CLAIM, FROZEN); // the worker claims nothing more
     const claimed = claimedSeq ?? exchanged;
     const jobs = slot.jobs.splice(0);
+    // The replacement starts reserved for the store whose run was stopped (or whose runs retired it).
+    const reservedFor = result ? (jobs[0]?.pending.key ?? slot.reservedFor) : null;
     void this.discard(slot);
     for (let i = jobs.length - 1; i >= 0; i--) {
       const job = jobs[i]!;
@@ -415,8 +526,8 @@ class WorkerPool implements Sandbox {
     if (this.closed) return;
     // A worker that cannot even start (broken install) must not turn into a tight restart loop.
     const delay = this.startupFailures === 0 ? 0 : Math.min(5_000, 50 * 2 ** Math.min(this.startupFailures, 7));
-    if (delay === 0) this.spawn();
-    else setTimeout(() => !this.closed && this.spawn(), delay).unref();
+    if (delay === 0) this.spawn(reservedFor);
+    else setTimeout(() => !this.closed && this.spawn(reservedFor), delay).unref();
   }
 
   private discard(slot: Slot): Promise<number> {

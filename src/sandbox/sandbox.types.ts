@@ -17,8 +17,12 @@ export interface SandboxLimits {
   /** Per log line, in UTF-8 bytes; longer lines are cut. */
   maxLogBytes: number;
   maxResultBytes: number;
-  /** Hosts, IPs or CIDR ranges exempt from the private-address block (PLUGIN_FETCH_ALLOW). */
+  /** Hosts, IPs or CIDR ranges exempt from the private-address block (PLUGIN_FETCH_ALLOW), each optionally `:port`. */
   fetchAllow: string[];
+  /** Workers one store's runs may occupy at once (PLUGIN_MAX_CONCURRENT_PER_STORE); default poolSize - 1, at least 1. */
+  maxConcurrentPerStore: number;
+  /** Runs of one store that may wait for a worker (PLUGIN_MAX_QUEUED_PER_STORE); more are refused at once as `busy`. */
+  maxQueuedPerStore: number;
 }
 
 export interface PluginRequest {
@@ -70,7 +74,8 @@ export interface FetchRecord {
   responseBytes: number;
 }
 
-export type RunErrorKind = "script_error" | "invalid_result" | "timeout" | "memory_limit" | "rejected" | "killed";
+/** `busy`: not run at all, the store already had `maxQueuedPerStore` runs waiting (try again later). */
+export type RunErrorKind = "script_error" | "invalid_result" | "timeout" | "memory_limit" | "rejected" | "killed" | "busy";
 
 export interface RunError {
   kind: RunErrorKind;

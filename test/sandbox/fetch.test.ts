@@ -2,10 +2,11 @@
 // (host names, addresses, CIDR ranges), the address policy itself, and the check on the connected
 // socket that no host spelling or DNS answer can dodge. Refusals use real servers on 127.0.0.1.
 import assert from "node:assert/strict";
-import type { Socket } from "node:net";
+import net, { type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { buildConnector } from "undici";
 import { guardConnector } from "../../src/sandbox/fetch.client.ts";
+import { loadConfig } from "../../src/config.ts";
 import { createAddressPolicy, normalizeAddress } from "../../src/sandbox/fetch.policy.ts";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
 import { expectError, run, startServer, type TestServer } from "./helpers.ts";
@@ -195,6 +196,67 @@ describe("PLUGIN_FETCH_ALLOW", () => {
   test("an invalid CIDR in the allow list is a configuration error", () => {
     assert.throws(() => createAddressPolicy(["10.0.0.0/abc"]), /not a valid CIDR range/);
   });
+
+  test("an entry with a port allows that port only: host:port, v4:port, [v6]:port, cidr:port, [v6 cidr]:port", () => {
+    const policy = createAddressPolicy(["payments.internal:8443", "10.1.2.3:8080", "[fd00::5]:9000", "192.168.0.0/16:5432", "[fd12::/16]:443", "fe80::1", "172.16.0.9"]);
+    assert.equal(policy.hostAllowed("payments.internal", 8443), true);
+    assert.equal(policy.hostAllowed("PAYMENTS.internal.", 8443), true);
+    assert.equal(policy.hostAllowed("payments.internal", 22), false);
+    assert.equal(policy.hostAllowed("payments.internal"), false, "a port-bound entry never matches an unknown port");
+    assert.equal(policy.refusal("10.1.2.3", 8080), null);
+    assert.match(String(policy.refusal("10.1.2.3", 22)), /10\.1\.2\.3 is a private or reserved address/);
+    assert.notEqual(policy.refusal("10.1.2.3"), null);
+    assert.equal(policy.refusal("fd00::5", 9000), null);
+    assert.notEqual(policy.refusal("fd00::5", 9001), null);
+    assert.equal(policy.refusal("192.168.44.1", 5432), null);
+    assert.notEqual(policy.refusal("192.168.44.1", 6379), null);
+    assert.equal(policy.refusal("fd12:3::1", 443), null);
+    assert.notEqual(policy.refusal("fd12:3::1", 80), null);
+    // Entries without a port still allow every port (a bare IPv6 address has no port).
+    assert.equal(policy.refusal("fe80::1", 1), null);
+    assert.equal(policy.refusal("172.16.0.9", 65535), null);
+    assert.equal(policy.refusal("172.16.0.9"), null);
+  });
+
+  test("a malformed port in the allow list is a configuration error, reported at start-up", () => {
+    for (const entry of ["10.0.0.1:0", "10.0.0.1:65536", "host:", "[fd00::1]:x", "[fd00::1", "[payments.internal]:443"]) {
+      assert.throws(() => createAddressPolicy([entry]), /PLUGIN_FETCH_ALLOW/, entry);
+    }
+    assert.throws(() => loadConfig({ PLUGIN_FETCH_ALLOW: "payments.internal:8443, 10.0.0.1:99999" }), /PLUGIN_FETCH_ALLOW: "10\.0\.0\.1:99999" has an invalid port/);
+  });
+
+  test("allowing a host on one port does not reach its other ports, through DNS or literal, and never connects there", async () => {
+    // The port that is not allowed: a bare TCP server that counts every connection made to it.
+    let connections = 0;
+    const other = net.createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const otherPort = (other.address() as AddressInfo).port;
+    const internal = (hostname: string, _o: unknown, cb: (e: Error | null, a: { address: string; family: number }[]) => void) =>
+      hostname === "internal.test" ? cb(null, [{ address: "127.0.0.1", family: 4 }]) : cb(Object.assign(new Error("ENOTFOUND"), { code: "ENOTFOUND" }), []);
+    const byName = createSandbox({ poolSize: 1, fetchAllow: [`internal.test:${server.port}`] }, { lookup: internal });
+    const byAddress = createSandbox({ poolSize: 1, fetchAllow: [`127.0.0.1:${server.port}`] }, { lookup: internal });
+    try {
+      const source = (url: string) => `local r, e = fetch("${url}") return {status="ignore", invoiceId=tostring(r and r.status) .. "|" .. tostring(e)}`;
+      for (const sandbox of [byName, byAddress]) {
+        const reached = await run(sandbox, source(`http://internal.test:${server.port}/`));
+        assert.equal(reached.ok && reached.result.invoiceId, "200|nil");
+        const refused = await run(sandbox, source(`http://internal.test:${otherPort}/`));
+        assert.match(String(refused.ok && refused.result.invoiceId), /^nil\|fetch refused: /);
+      }
+      const literal = await run(byAddress, source(`http://127.0.0.1:${otherPort}/`));
+      assert.equal(literal.ok && literal.result.invoiceId, "nil|fetch refused: 127.0.0.1 is a private or reserved address");
+      const allowedLiteral = await run(byAddress, source(`http://127.0.0.1:${server.port}/`));
+      assert.equal(allowedLiteral.ok && allowedLiteral.result.invoiceId, "200|nil");
+      assert.equal(connections, 0, "the other port was never connected to");
+    } finally {
+      await byName.close();
+      await byAddress.close();
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
 });
 
 describe("address policy", () => {
@@ -204,6 +266,16 @@ describe("address policy", () => {
     for (const a of ["127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "100.127.255.255", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255", "0.0.0.0", "198.18.0.1", "::1", "::", "fd00::1", "fc00::1", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:a9fe:a9fe", "64:ff9b::a00:1", "2002:7f00:1::"]) {
       assert.notEqual(policy.refusal(a), null, a);
     }
+  });
+
+  test("refuses IPv4-translated (::ffff:0:0/96), documentation (3fff::/20) and SRv6 (5f00::/16) addresses", () => {
+    // Judged in-process only: nothing here ever connects to these ranges.
+    for (const a of ["::ffff:0:a00:1", "::ffff:0:7f00:1", "::ffff:0:8.8.8.8", "0:0:0:0:ffff:0:ffff:ffff", "3fff::", "3fff:fff:ffff:ffff::1", "5f00::", "5f00:ffff::1"]) {
+      assert.notEqual(policy.refusal(a), null, a);
+      assert.notEqual(policy.refusal(a, 443), null, `${a} on 443`);
+    }
+    // The neighbours of those ranges stay public.
+    for (const a of ["3fff:1000::1", "5f01::1", "2606:4700:4700::1111"]) assert.equal(policy.refusal(a, 443), null, a);
   });
 
   test("allows public addresses", () => {

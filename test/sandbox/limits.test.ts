@@ -64,7 +64,8 @@ describe("time limits", () => {
   });
 
   test("runs use the workers in parallel", async () => {
-    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000 });
+    // One store may use both workers only when its cap allows it (the default keeps one for other stores).
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000, maxConcurrentPerStore: 2 });
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(30)), run(sandbox, busy(30))]); // both workers started
     const started = performance.now();
     const outcomes = await Promise.all([run(sandbox, busy(200)), run(sandbox, busy(200))]);
@@ -80,9 +81,10 @@ describe("time limits", () => {
   });
 });
 
+// These runs all come from one store: its cap is raised to the pool size, as a single-store deployment would.
 describe("jobs queued behind a running one", () => {
   test("a run waiting on the host does not hold up the runs queued behind it", async () => {
-    const sandbox = sandboxWith({ poolSize: 2, wallMs: 5000, cpuMs: 1000 });
+    const sandbox = sandboxWith({ poolSize: 2, wallMs: 5000, cpuMs: 1000, maxConcurrentPerStore: 2 });
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
     const slowHost: SandboxHost = { getInvoice: () => new Promise((resolve) => setTimeout(() => resolve(null), 1500)) };
     const slow = sandbox.run(input(`getInvoice("x") return {status="ignore"}`), slowHost);
@@ -95,7 +97,7 @@ describe("jobs queued behind a running one", () => {
   });
 
   test("runs queued behind a runaway script move to another worker, and each runs exactly once", async () => {
-    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1500 });
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1500, maxConcurrentPerStore: 2 });
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
     const seen: string[] = [];
     const counting: SandboxHost = { getInvoice: (id) => (seen.push(id), Promise.resolve(null)) };
