@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `storefront` command: Node 24 runs the TypeScript sources directly (type stripping), no build step.
 // Older Node cannot read .ts files: say so in one line instead of ERR_UNKNOWN_FILE_EXTENSION.
+/* global process */
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 24) {
   process.stderr.write(
@@ -8,4 +9,5 @@ if (major < 24) {
   );
   process.exit(1);
 }
-await import("../src/main.ts");
+const { runCli } = await import("../src/main.ts");
+await runCli(process.argv);

@@ -1,14 +1,15 @@
 // `storefront migrate`, `storefront stores create|list`, `storefront keys create|list|revoke`.
 import type { Command } from "commander";
-import { printJson, printTable, withServices } from "./context.ts";
+import { SCOPES } from "../stores/stores.service.ts";
+import { emit, emitList, type JsonOption, printJson, withServices } from "./context.ts";
 
 export function registerStoreCommands(program: Command): void {
   program
     .command("migrate")
     .description("apply database migrations (serve also does this at start-up)")
-    .action(async () => {
+    .action(async (opts: JsonOption) => {
       await withServices(async (s) => {
-        process.stdout.write(`database is up to date (${s.db.dialect})\n`);
+        emit(opts, { dialect: s.db.dialect, upToDate: true }, () => process.stdout.write(`database is up to date (${s.db.dialect})\n`));
       });
     });
 
@@ -22,8 +23,8 @@ export function registerStoreCommands(program: Command): void {
   stores
     .command("list")
     .description("list stores")
-    .action(async () => {
-      await withServices(async (s) => printTable((await s.stores.listStores()) as unknown as Record<string, unknown>[], ["id", "name", "createdAt"]));
+    .action(async (opts: JsonOption) => {
+      await withServices(async (s) => emitList(opts, await s.stores.listStores(), ["id", "name", "createdAt"]));
     });
 
   const keys = program.command("keys").description("manage a store's API keys");
@@ -31,7 +32,7 @@ export function registerStoreCommands(program: Command): void {
     .command("create")
     .description("create an API key; the key is printed once and never stored")
     .requiredOption("--store <storeId>", "store id")
-    .option("--scopes <scopes>", "comma-separated: customers:read,invoices:read (default: both)")
+    .option("--scopes <scopes>", `comma-separated, of ${SCOPES.join(",")} (default: all)`)
     .option("--name <name>", "a label for the key")
     .action(async (opts: { store: string; scopes?: string; name?: string }) => {
       await withServices(async (s) => {
@@ -46,21 +47,18 @@ export function registerStoreCommands(program: Command): void {
     .command("list")
     .description("list a store's keys (prefixes only)")
     .requiredOption("--store <storeId>", "store id")
-    .action(async (opts: { store: string }) => {
-      await withServices(async (s) => {
-        const rows = (await s.stores.listKeys(opts.store)).map((k) => ({ ...k, scopes: k.scopes.join(",") }));
-        printTable(rows, ["id", "prefix", "name", "scopes", "createdAt", "revokedAt"]);
-      });
+    .action(async (opts: JsonOption & { store: string }) => {
+      await withServices(async (s) => emitList(opts, await s.stores.listKeys(opts.store), ["id", "prefix", "name", "scopes", "createdAt", "revokedAt"]));
     });
   keys
     .command("revoke")
     .description("revoke a key")
     .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--key <keyId>", "key id")
-    .action(async (opts: { store: string; key: string }) => {
+    .requiredOption("--key <keyId>", "the key's id (`keys list` shows it), not the key itself")
+    .action(async (opts: JsonOption & { store: string; key: string }) => {
       await withServices(async (s) => {
         await s.stores.revokeKey(opts.store, opts.key);
-        process.stdout.write(`revoked ${opts.key}\n`);
+        emit(opts, { id: opts.key, revoked: true }, () => process.stdout.write(`revoked ${opts.key}\n`));
       });
     });
 }
