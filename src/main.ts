@@ -15,7 +15,8 @@ export function buildProgram(): Command {
     .name("storefront")
     .description("Self-hostable commerce back end: read API, Lua payment plugins, sandbox.")
     .version(version, "-V, --version", "print the version")
-    .showHelpAfterError("(add --help for the options)")
+    // Mistakes in the arguments: commander's one line, with where to look on the same line.
+    .configureOutput({ outputError: (text, write) => write(`${text.trimEnd()} (see --help)\n`) })
     // Options after a command name belong to that command (`plugins rollback --version 2` is not --version).
     .enablePositionalOptions();
 

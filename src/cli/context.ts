@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { CommanderError, type Command } from "commander";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
 import { AppError } from "../errors.ts";
-import { createServices, type ServiceOptions, type Services } from "../services.ts";
+import type { ServiceOptions, Services } from "../services.ts";
 
 export function cliConfig(): Readonly<Config> {
   loadDotEnv();
@@ -15,6 +15,8 @@ export function cliConfig(): Readonly<Config> {
 
 /** Services on the configured database (migrated); a database that cannot be opened is a CliError. */
 export async function openServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
+  // Loaded here, not at start-up: --help, --version and mistakes in the arguments answer at once.
+  const { createServices } = await import("../services.ts");
   try {
     return await createServices(config, options);
   } catch (err) {

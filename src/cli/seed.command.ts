@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import cliProgress from "cli-progress";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseIsoDate } from "../lib/list-query.ts";
-import { DEMO_CUSTOMERS, type SeedProgress, seedWithKey } from "../seed/seed.ts";
+import type { SeedProgress } from "../seed/seed.ts";
 import { CliError, type JsonOption, printJson, withServices } from "./context.ts";
 
 interface SeedCommandOptions extends JsonOption {
@@ -36,7 +36,7 @@ export function registerSeedCommand(program: Command): void {
   program
     .command("seed")
     .description("fill a store with realistic generated data and print an API key to try it")
-    .option("--demo", `a new demo store with ${DEMO_CUSTOMERS} customers`)
+    .option("--demo", "a new demo store with a few hundred customers")
     .option("--customers <n>", "number of customers (each with ~5 invoices, ~2 reviews, ~3 sessions)", count)
     .option("--store <storeId>", "add to this existing store instead of creating one")
     .option("--name <name>", "name of the new store (default: a generated company name)")
@@ -50,6 +50,7 @@ export function registerSeedCommand(program: Command): void {
       if (!opts.demo && opts.customers === undefined) throw new CliError("give --demo (a demo store) or --customers <n> (see storefront seed --help)");
       if (opts.demo && opts.customers !== undefined) throw new CliError("give --demo or --customers <n>, not both");
       const seed = opts.seed ?? randomBytes(4).readUInt32BE(0);
+      const { DEMO_CUSTOMERS, seedWithKey } = await import("../seed/seed.ts"); // faker and friends: only when seeding
       const customers = opts.customers ?? DEMO_CUSTOMERS;
       await withServices(async (services) => {
         const progress = progressBar();

@@ -1,6 +1,5 @@
 // `storefront serve`: migrate, listen, and on SIGTERM/SIGINT finish the requests in flight, then exit.
 import type { Command } from "commander";
-import { buildApp } from "../app.ts";
 import type { Config } from "../config.ts";
 import { CliError, cliConfig, openServices } from "./context.ts";
 
@@ -11,6 +10,7 @@ export function registerServeCommand(program: Command): void {
     .action(async () => {
       const config = cliConfig();
       const services = await openServices(config, { warmSandbox: true });
+      const { buildApp } = await import("../app.ts");
       const app = await buildApp(services);
       // Delivery retention: once at start, then hourly.
       const prune = () => {
