@@ -15,7 +15,6 @@ import { buildProgram } from "../src/main.ts";
 import { createServices } from "../src/services.ts";
 import { jsonOf, REPO, runCli, type CliRun } from "./helpers/cli.ts";
 import { ADMIN_TOKEN, DIALECTS, PG_ADMIN_URL, freshDatabase, pgSkip } from "./helpers/harness.ts";
-import { freePort } from "./helpers/server.ts";
 
 type Json = Record<string, unknown>;
 
@@ -63,7 +62,7 @@ describe("storefront command line on SQLite: mistakes, output, version, help", (
     assertOneLineFailure(await cli(["plugins", "install", "p", "--store", String(store.id), "--file", "missing.lua"]), /cannot read --file missing\.lua/);
     assertOneLineFailure(await cli(["plugins", "test", "missing.lua", "--fixtures", "."]), /cannot read plugin file missing\.lua/);
     assertOneLineFailure(await cli(["keys", "list", "--store", "st_nope"]), /store_not_found/);
-    assertOneLineFailure(await cli(["plugins", "rollback", "p", "--store", String(store.id), "--version", "x"]), /positive whole number \(see --help\)$/);
+    assertOneLineFailure(await cli(["plugins", "rollback", "p", "--store", String(store.id), "--version", "x"]), /positive whole number \(see --help\)\n$/);
     assertOneLineFailure(await cli(["keys", "list"]), /required option '--store <storeId>' not specified/);
   });
 
