@@ -82,8 +82,10 @@ describe("storefront command line on SQLite: mistakes, output, version, help", (
   test("a PostgreSQL database that does not exist is one line saying to create it", { skip: pgSkip }, async () => {
     const url = new URL(PG_ADMIN_URL);
     url.pathname = "/storefront_no_such_db";
-    const run = await runCli(["stores", "list"], { env: { ...env, DATABASE_URL: url.toString() } });
-    assertOneLineFailure(run, /PostgreSQL database "storefront_no_such_db" does not exist .*create it first \(createdb/);
+    for (const command of [["stores", "list"], ["serve"]]) {
+      const run = await runCli(command, { env: { ...env, DATABASE_URL: url.toString() } });
+      assertOneLineFailure(run, /PostgreSQL database "storefront_no_such_db" does not exist .*create it first \(createdb/);
+    }
   });
 
   test("every command but serve takes --json; --help of every command works", async () => {
