@@ -4,8 +4,9 @@
 import assert from "node:assert/strict";
 import { createHmac, randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CommanderError, type Command } from "commander";
@@ -165,12 +166,12 @@ for (const dialect of DIALECTS) {
     before(async () => {
       const db = await freshDatabase(dialect.name);
       drop = db.drop;
-      dir = (await import("node:fs")).mkdtempSync(path.join((await import("node:os")).tmpdir(), "storefront-cli-"));
+      dir = mkdtempSync(path.join(os.tmpdir(), "storefront-cli-"));
       env = { DATABASE_URL: db.url, SECRETS_KEY: randomBytes(32).toString("hex") };
     });
     after(async () => {
       await drop?.();
-      (await import("node:fs")).rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     });
     const cli = (args: string[], input?: string) => runCli(args, { env, ...(input === undefined ? {} : { input }) });
 

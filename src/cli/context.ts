@@ -85,12 +85,11 @@ export function readInput(file: string, option: string): Buffer {
   }
 }
 
-/** Adds `--json` to every command that runs something (those with an action), unless it has one. */
+/** Adds `--json` to every command that runs something (those without subcommands), unless it has one. */
 export function addJsonOptions(command: Command, except: string[] = []): void {
   for (const sub of command.commands) {
     if (except.includes(sub.name())) continue;
-    const runs = (sub as unknown as { _actionHandler: unknown })._actionHandler !== null;
-    if (runs && !sub.options.some((o) => o.long === "--json")) sub.option("--json", "print the result as JSON (the admin API's shape)");
+    if (sub.commands.length === 0 && !sub.options.some((o) => o.long === "--json")) sub.option("--json", "print the result as JSON (the admin API's shape)");
     addJsonOptions(sub);
   }
 }
