@@ -1,6 +1,7 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
+import { readFileSync } from "node:fs";
 import { Command } from "commander";
-import { reportCliError } from "./cli/context.ts";
+import { addJsonOptions, reportCliError } from "./cli/context.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
 import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
@@ -10,18 +11,34 @@ import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
 
-const program = new Command()
-  .name("storefront")
-  .description("Self-hostable commerce back end: read API, Lua payment plugins, sandbox.")
-  .showHelpAfterError();
+const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
-registerServeCommand(program);
-registerStoreCommands(program);
-registerSeedCommand(program);
-registerPluginCommands(program);
-registerPluginTestCommand(program); // adds `plugins test` to the command above
-registerSecretsCommands(program);
-registerInvoiceCommands(program);
-registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("storefront")
+    .description("Self-hostable commerce back end: read API, Lua payment plugins, sandbox.")
+    .version(version, "-V, --version", "print the version")
+    // Mistakes in the arguments: commander's one line, with where to look on the same line.
+    .configureOutput({ outputError: (text, write) => write(`${text.trimEnd()} (see --help)\n`) })
+    // Options after a command name belong to that command (`plugins rollback --version 2` is not --version).
+    .enablePositionalOptions();
 
-program.parseAsync(process.argv).catch(reportCliError);
+  registerServeCommand(program);
+  registerStoreCommands(program);
+  registerSeedCommand(program);
+  registerPluginCommands(program);
+  registerPluginTestCommand(program); // adds `plugins test` to the command above
+  registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
+  registerInvoiceCommands(program);
+  registerSecretsCommands(program);
+  // Every command that prints a result takes --json; `serve` prints logs, which are JSON lines already.
+  addJsonOptions(program, ["serve"]);
+  return program;
+}
+
+/** Runs one command line; expected failures end the process with one line and a non-zero code. */
+export async function runCli(argv: string[]): Promise<void> {
+  await buildProgram().parseAsync(argv).catch(reportCliError);
+}
+
+if (import.meta.main) void runCli(process.argv);

@@ -219,7 +219,7 @@ describe("deliveries from the command line", () => {
       await s.deliveries.insert(record(storeId, "dlv_cli_ok", now - 5 * MINUTE, "applied"));
 
       const listed = await run(process.execPath, [MAIN, "deliveries", "list", "--store", storeId, "--outcome", "plugin_error", "--since", "1h", "--json"], { env });
-      assert.deepEqual((JSON.parse(listed.stdout) as DeliverySummary[]).map((d) => d.id), ["dlv_cli_error"]);
+      assert.deepEqual((JSON.parse(listed.stdout) as { data: DeliverySummary[] }).data.map((d) => d.id), ["dlv_cli_error"], "the admin API's page shape");
       const table = await run(process.execPath, [MAIN, "deliveries", "list", "--store", storeId, "--outcome", "plugin_error"], { env });
       assert.match(table.stdout, /^id\s+createdAt\s+pluginName/);
       assert.equal(table.stdout.trim().split("\n").length, 3, "header and two rows");

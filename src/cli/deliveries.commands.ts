@@ -4,7 +4,8 @@ import { InvalidArgumentError, type Command } from "commander";
 import { followDeliveries } from "../plugins/deliveries.follow.ts";
 import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
 import type { DeliverySummary } from "../plugins/deliveries.repository.ts";
-import { printJson, printTable, withServices } from "./context.ts";
+import { encodeCursor } from "../lib/list-query.ts";
+import { emit, printTable, withServices } from "./context.ts";
 
 const COLUMNS = ["id", "createdAt", "pluginName", "pluginVersion", "outcome", "responseStatus", "invoiceId", "transition", "durationMs"];
 
@@ -53,9 +54,10 @@ export function registerDeliveryCommands(program: Command): void {
       await withServices(async (s) => {
         const filters = filtersOf(opts, s.now());
         await s.stores.requireStore(opts.store);
-        const { deliveries: rows } = await s.deliveries.list(opts.store, { ...filters, limit: opts.limit, after: null });
-        if (opts.json) printJson(rows);
-        else printTable(rows as unknown as Record<string, unknown>[], COLUMNS);
+        const { deliveries: rows, next } = await s.deliveries.list(opts.store, { ...filters, limit: opts.limit, after: null });
+        // --json: the admin API's page shape.
+        const page = { data: rows, pagination: { limit: opts.limit, nextCursor: next === null ? null : encodeCursor(next) } };
+        emit(opts, page, () => printTable(rows as unknown as Record<string, unknown>[], COLUMNS));
       });
     });
 

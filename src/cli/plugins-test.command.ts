@@ -1,7 +1,9 @@
 // `storefront plugins test FILE.lua --fixtures DIR`: runs a plugin against recorded requests in the
 // real sandbox, with no database and no server; prints a pass/fail table, exits 1 on any failure.
 import type { Command } from "commander";
-import { formatTestRun, testPlugin } from "../plugins/plugin-test-runner.ts";
+import type { TestRun } from "../plugins/plugin-test-runner.ts";
+import { roundMs } from "../plugins/plugin-views.ts";
+import { readInput } from "./context.ts";
 
 /** Where the command writes and how it fails; the process by default (tests substitute it). */
 export interface PluginTestIo {
@@ -27,10 +29,23 @@ export function registerPluginTestCommand(program: Command, io: PluginTestIo = p
     .requiredOption("--fixtures <dir>", "directory of fixture .json files (see docs/plugins.md, 'Testing a plugin')")
     .option("--only <text>", "run only the fixtures whose name contains this text")
     .option("--verbose", "show the logs and fetches of passing fixtures too")
-    .action(async (file: string, opts: { fixtures: string; only?: string; verbose?: boolean }) => {
+    .option("--json", "print the run as JSON: every fixture with its verdict and problems")
+    .action(async (file: string, opts: { fixtures: string; only?: string; verbose?: boolean; json?: boolean }) => {
+      readInput(file, "plugin file"); // a missing file is one line, not a stack
+      const { formatTestRun, testPlugin } = await import("../plugins/plugin-test-runner.ts");
       const run = await testPlugin(file, opts.fixtures, opts.only ? { only: opts.only } : {});
-      io.write(formatTestRun(run, { verbose: opts.verbose === true }));
+      io.write(opts.json ? JSON.stringify(testRunView(run), null, 2) + "\n" : formatTestRun(run, { verbose: opts.verbose === true }));
       if (run.failed > 0 || run.reports.length === 0) io.setExitCode(1);
     });
 }
 
+
+/** The run without the raw sandbox outcomes: what a script needs to know per fixture. */
+function testRunView(run: TestRun) {
+  return {
+    plugin: run.plugin,
+    passed: run.passed,
+    failed: run.failed,
+    fixtures: run.reports.map((r) => ({ name: r.name, file: r.file, passed: r.passed, expected: r.expected, actual: r.actual, problems: r.problems, durationMs: roundMs(r.durationMs) })),
+  };
+}

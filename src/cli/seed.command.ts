@@ -4,10 +4,10 @@ import { randomBytes } from "node:crypto";
 import cliProgress from "cli-progress";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseIsoDate } from "../lib/list-query.ts";
-import { DEMO_CUSTOMERS, type SeedProgress, seedWithKey } from "../seed/seed.ts";
-import { withServices } from "./context.ts";
+import type { SeedProgress } from "../seed/seed.ts";
+import { CliError, type JsonOption, printJson, withServices } from "./context.ts";
 
-interface SeedCommandOptions {
+interface SeedCommandOptions extends JsonOption {
   demo?: boolean;
   customers?: number;
   store?: string;
@@ -36,7 +36,7 @@ export function registerSeedCommand(program: Command): void {
   program
     .command("seed")
     .description("fill a store with realistic generated data and print an API key to try it")
-    .option("--demo", `a new demo store with ${DEMO_CUSTOMERS} customers`)
+    .option("--demo", "a new demo store with a few hundred customers")
     .option("--customers <n>", "number of customers (each with ~5 invoices, ~2 reviews, ~3 sessions)", count)
     .option("--store <storeId>", "add to this existing store instead of creating one")
     .option("--name <name>", "name of the new store (default: a generated company name)")
@@ -47,8 +47,10 @@ export function registerSeedCommand(program: Command): void {
       "\nExamples:\n  storefront seed --demo\n  storefront seed --customers 1000000 --seed 42\n  storefront seed --customers 5000 --store st_… --seed 7\n",
     )
     .action(async (opts: SeedCommandOptions) => {
-      if (!opts.demo && opts.customers === undefined) throw new InvalidArgumentError("give --demo or --customers <n>");
+      if (!opts.demo && opts.customers === undefined) throw new CliError("give --demo (a demo store) or --customers <n> (see storefront seed --help)");
+      if (opts.demo && opts.customers !== undefined) throw new CliError("give --demo or --customers <n>, not both");
       const seed = opts.seed ?? randomBytes(4).readUInt32BE(0);
+      const { DEMO_CUSTOMERS, seedWithKey } = await import("../seed/seed.ts"); // faker and friends: only when seeding
       const customers = opts.customers ?? DEMO_CUSTOMERS;
       await withServices(async (services) => {
         const progress = progressBar();
@@ -62,6 +64,13 @@ export function registerSeedCommand(program: Command): void {
         });
         progress.stop();
         const { config } = services;
+        const base = `http://${urlHost(config.host)}:${config.port}/api/${config.apiNamespace}`;
+        const curl = ["customers", "invoices"].map((list) => `curl -H "Authorization: ${result.key}" "${base}/${list}?limit=2"`);
+        if (opts.json) {
+          const { ms, from, until, ...rest } = result;
+          printJson({ ...rest, from: new Date(from).toISOString(), until: new Date(until).toISOString(), durationMs: Math.round(ms), curl });
+          return;
+        }
         const seconds = result.ms / 1000;
         const out = [
           `${result.createdStore ? "Created" : "Added to"} store "${result.storeName}" (${result.storeId}): ${result.customers.toLocaleString("en-US")} customers, ` +
@@ -70,9 +79,8 @@ export function registerSeedCommand(program: Command): void {
           "",
           `API key (shown once): ${result.key}`,
           "",
-          `Try it (with \`storefront serve\` running on ${config.database.kind === "sqlite" ? "this SQLite file" : "this database"}):`,
-          `  curl -H "Authorization: ${result.key}" "http://${urlHost(config.host)}:${config.port}/api/${config.apiNamespace}/customers?limit=2"`,
-          `  curl -H "Authorization: ${result.key}" "http://${urlHost(config.host)}:${config.port}/api/${config.apiNamespace}/invoices?limit=2"`,
+          `Try it (with \`storefront serve\` running on ${config.database.kind === "sqlite" ? "this SQLite file" : "this database"}, PORT ${config.port}):`,
+          ...curl.map((line) => `  ${line}`),
         ];
         process.stdout.write(out.join("\n") + "\n");
       });

@@ -1,9 +1,8 @@
 // `storefront serve`: migrate, listen, and on SIGTERM/SIGINT finish the requests in flight, then exit.
 import type { Command } from "commander";
-import { buildApp } from "../app.ts";
-import { createServices } from "../services.ts";
+import type { Config } from "../config.ts";
+import { CliError, cliConfig, openServices } from "./context.ts";
 import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
-import { cliConfig } from "./context.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
 const EXPIRY_INTERVAL_MS = 30_000;
@@ -14,7 +13,8 @@ export function registerServeCommand(program: Command): void {
     .description("migrate the database and serve the HTTP API")
     .action(async () => {
       const config = cliConfig();
-      const services = await createServices(config, { warmSandbox: true, checkSecretsKey: true });
+      const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true });
+      const { buildApp } = await import("../app.ts");
       const app = await buildApp(services);
       // Delivery retention: once at start, then hourly.
       const prune = () => {
@@ -46,7 +46,15 @@ export function registerServeCommand(program: Command): void {
       };
       process.on("SIGTERM", () => stop("SIGTERM"));
       process.on("SIGINT", () => stop("SIGINT"));
-      await app.listen({ port: config.port, host: config.host });
+      try {
+        await app.listen({ port: config.port, host: config.host });
+      } catch (err) {
+        const problem = listenProblem(err, config);
+        if (problem === null) throw err;
+        await app.close().catch(() => {});
+        await services.close().catch(() => {});
+        throw problem;
+      }
       const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
       prune();
       // Pending invoices past INVOICE_PAYMENT_WINDOW_MINUTES: claimed in batches, so every process may run it.
@@ -61,4 +69,14 @@ export function registerServeCommand(program: Command): void {
       );
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
+}
+
+/** The address cannot be used: say which and what to change. */
+function listenProblem(err: unknown, config: Readonly<Config>): CliError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  const where = `${config.host}:${config.port}`;
+  if (code === "EADDRINUSE") return new CliError(`port ${config.port} is in use on ${config.host}: stop the other server, or choose another port (PORT=3001 storefront serve)`);
+  if (code === "EACCES") return new CliError(`not allowed to listen on ${where}: use a port above 1023 (PORT=3000)`);
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return new CliError(`HOST ${config.host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 or one of its addresses`);
+  return null;
 }

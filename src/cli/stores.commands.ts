@@ -2,15 +2,16 @@
 // `storefront versions`.
 import type { Command } from "commander";
 import { knownVersions } from "../versioning/registry.ts";
-import { printJson, printTable, withServices } from "./context.ts";
+import { SCOPES } from "../stores/stores.service.ts";
+import { emit, emitList, type JsonOption, printJson, withServices } from "./context.ts";
 
 export function registerStoreCommands(program: Command): void {
   program
     .command("migrate")
     .description("apply database migrations (serve also does this at start-up)")
-    .action(async () => {
+    .action(async (opts: JsonOption) => {
       await withServices(async (s) => {
-        process.stdout.write(`database is up to date (${s.db.dialect})\n`);
+        emit(opts, { dialect: s.db.dialect, upToDate: true }, () => process.stdout.write(`database is up to date (${s.db.dialect})\n`));
       });
     });
 
@@ -24,8 +25,8 @@ export function registerStoreCommands(program: Command): void {
   stores
     .command("list")
     .description("list stores")
-    .action(async () => {
-      await withServices(async (s) => printTable((await s.stores.listStores()) as unknown as Record<string, unknown>[], ["id", "name", "createdAt"]));
+    .action(async (opts: JsonOption) => {
+      await withServices(async (s) => emitList(opts, await s.stores.listStores(), ["id", "name", "createdAt"]));
     });
 
   const keys = program.command("keys").description("manage a store's API keys");
@@ -33,7 +34,7 @@ export function registerStoreCommands(program: Command): void {
     .command("create")
     .description("create an API key; the key is printed once and never stored")
     .requiredOption("--store <storeId>", "store id")
-    .option("--scopes <scopes>", "comma-separated: customers:read,invoices:read (default: both)")
+    .option("--scopes <scopes>", `comma-separated, of ${SCOPES.join(",")} (default: all)`)
     .option("--name <name>", "a label for the key")
     .option("--api-version <version>", "API version the key is answered in (default: the current one)")
     .action(async (opts: { store: string; scopes?: string; name?: string; apiVersion?: string }) => {
@@ -50,11 +51,8 @@ export function registerStoreCommands(program: Command): void {
     .command("list")
     .description("list a store's keys (prefixes only)")
     .requiredOption("--store <storeId>", "store id")
-    .action(async (opts: { store: string }) => {
-      await withServices(async (s) => {
-        const rows = (await s.stores.listKeys(opts.store)).map((k) => ({ ...k, scopes: k.scopes.join(",") }));
-        printTable(rows, ["id", "prefix", "name", "scopes", "version", "createdAt", "revokedAt"]);
-      });
+    .action(async (opts: JsonOption & { store: string }) => {
+      await withServices(async (s) => emitList(opts, await s.stores.listKeys(opts.store), ["id", "prefix", "name", "scopes", "version", "createdAt", "revokedAt"]));
     });
   keys
     .command("set-version")
@@ -69,24 +67,24 @@ export function registerStoreCommands(program: Command): void {
     .command("revoke")
     .description("revoke a key")
     .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--key <keyId>", "key id")
-    .action(async (opts: { store: string; key: string }) => {
+    .requiredOption("--key <keyId>", "the key's id (`keys list` shows it), not the key itself")
+    .action(async (opts: JsonOption & { store: string; key: string }) => {
       await withServices(async (s) => {
         await s.stores.revokeKey(opts.store, opts.key);
-        process.stdout.write(`revoked ${opts.key}\n`);
+        emit(opts, { id: opts.key, revoked: true }, () => process.stdout.write(`revoked ${opts.key}\n`));
       });
     });
 
   program
     .command("versions")
     .description("list the API versions this service serves, newest (current) first")
-    .action(() => {
+    .action((opts: JsonOption) => {
       const rows = knownVersions().map((v) => ({
         version: v.version,
-        current: v.current ? "yes" : "",
+        current: v.current,
         sunset: v.deprecationHeaders?.sunset ?? null,
         summary: v.summary,
       }));
-      printTable(rows, ["version", "current", "sunset", "summary"]);
+      emitList(opts, rows, ["version", "current", "sunset", "summary"], (r) => ({ ...r, current: r.current ? "yes" : "" }));
     });
 }

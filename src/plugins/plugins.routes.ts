@@ -5,6 +5,7 @@ import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog } from "./catalog.ts";
+import { replayView, simulationView } from "./plugin-views.ts";
 
 /** Versions are PostgreSQL integers. */
 const MAX_VERSION = 2_147_483_647;
@@ -106,6 +107,74 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       async (request) => ({ version: request.params.version, source: await services.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
     );
 
+    app.delete(
+      "/stores/:storeId/plugins/:name",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Remove a plugin installation",
+          description: "Removes the installation with all its versions and secrets; its webhooks then answer 404 plugin_not_found. Its deliveries stay in the log. Installing the name again starts at version 1.",
+          params: PluginParams,
+          response: { 204: Type.Null({ description: "Removed." }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => {
+        await services.plugins.remove(request.params.storeId, request.params.name);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      "/stores/:storeId/plugins/:name/rollback",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Make an earlier version current again",
+          description: "No new version is made: webhooks run version `version` from now on, and later versions stay readable (roll forward the same way).",
+          params: PluginParams,
+          body: Type.Object({ version: Type.Integer({ minimum: 1, examples: [1] }) }, { additionalProperties: false }),
+          response: { 200: PluginInfo, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => services.plugins.rollback(request.params.storeId, request.params.name, request.body.version),
+    );
+
+    app.get(
+      "/stores/:storeId/plugins/:name/diff",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Differences between two versions' sources",
+          description: "`diff` is a unified diff (`diff -u`) of the two sources. `to` defaults to the current version, `from` to the version before `to`.",
+          params: PluginParams,
+          querystring: Type.Object(
+            { from: Type.Optional(Type.Integer({ minimum: 1 })), to: Type.Optional(Type.Integer({ minimum: 1 })) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: Type.Object({
+              name: Type.String(),
+              from: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+              to: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+              identical: Type.Boolean(),
+              added: Type.Integer({ description: "Lines only in `to`." }),
+              removed: Type.Integer({ description: "Lines only in `from`." }),
+              diff: Type.String(),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request) =>
+        services.plugins.diff(request.params.storeId, request.params.name, {
+          ...(request.query.from === undefined ? {} : { from: request.query.from }),
+          ...(request.query.to === undefined ? {} : { to: request.query.to }),
+        }),
+    );
+
     app.post(
       "/stores/:storeId/plugins/:name/simulate",
       {
@@ -147,13 +216,15 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         const { body, bodyBase64, headers, query, version, receivedAt } = request.body;
         if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
         const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
-        return services.webhooks.simulate(request.params.storeId, request.params.name, {
-          body: raw,
-          ...(headers ? { headers } : {}),
-          ...(query ? { query } : {}),
-          ...(version ? { version } : {}),
-          ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
-        });
+        return simulationView(
+          await services.webhooks.simulate(request.params.storeId, request.params.name, {
+            body: raw,
+            ...(headers ? { headers } : {}),
+            ...(query ? { query } : {}),
+            ...(version ? { version } : {}),
+            ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
+          }),
+        );
       },
     );
 
@@ -172,7 +243,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       },
       async (request) => {
         const answer = await services.webhooks.replay(request.params.storeId, request.params.deliveryId, request.id);
-        return { deliveryId: answer.deliveryId, replayOf: request.params.deliveryId, status: answer.status, response: answer.body };
+        return replayView(answer, request.params.deliveryId);
       },
     );
   };

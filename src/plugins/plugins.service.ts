@@ -1,11 +1,13 @@
 // Plugin installations per store and name: each upload of source is a new version (old ones stay
 // readable), secrets are sealed with the SecretBox and never shown (only their names), and a plugin can
-// be enabled or disabled. Uploads that do not compile are refused with the line number.
+// be enabled or disabled. Uploads that do not compile are refused with the line number. An installation can
+// be removed (its deliveries stay), rolled back to an earlier version, and two versions compared.
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import { isUniqueViolation } from "../db/db-errors.ts";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
+import { diffLines, unifiedDiff } from "../lib/line-diff.ts";
 import { newId } from "../lib/ids.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
@@ -49,6 +51,17 @@ export interface InstallInput {
   enabled?: boolean;
 }
 
+export interface PluginDiff {
+  name: string;
+  from: { version: number; sha256: string };
+  to: { version: number; sha256: string };
+  identical: boolean;
+  added: number;
+  removed: number;
+  /** Unified diff (`diff -u`) of the sources; "" when they are identical. */
+  diff: string;
+}
+
 export interface PluginsService {
   install(storeId: string, name: string, input: InstallInput): Promise<{ name: string; version: number; enabled: boolean; created: boolean }>;
   list(storeId: string): Promise<PluginInfo[]>;
@@ -56,6 +69,12 @@ export interface PluginsService {
   versions(storeId: string, name: string): Promise<PluginVersionInfo[]>;
   versionSource(storeId: string, name: string, version: number): Promise<string>;
   setEnabled(storeId: string, name: string, enabled: boolean): Promise<PluginInfo>;
+  /** Removes the installation with its versions and secrets; its deliveries stay in the log. */
+  remove(storeId: string, name: string): Promise<void>;
+  /** Makes an existing version current again (no new version is made). */
+  rollback(storeId: string, name: string, version: number): Promise<PluginInfo>;
+  /** Differences between two versions' sources; `to` defaults to the current version, `from` to the one before `to`. */
+  diff(storeId: string, name: string, versions: { from?: number; to?: number }): Promise<PluginDiff>;
   /**
    * What a delivery or simulation runs: the given version (default: current) with decrypted secrets.
    * Throws store_not_found / plugin_not_found; a disabled plugin is returned with enabled=false.
@@ -98,11 +117,14 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
   function installOnce(storeId: string, name: string, input: InstallInput, initialSource: string | undefined, t: number) {
     let source = initialSource;
     return db.transaction().execute(async (tx) => {
+      // An UPDATE, not a SELECT: on PostgreSQL it locks the installation row, so concurrent uploads of one
+      // plugin take turns and each reads the secrets and versions the other committed.
       const existing = await tx
-        .selectFrom("plugin_installations")
-        .select(["id", "secrets", "secret_names", "current_version"])
+        .updateTable("plugin_installations")
+        .set({ updated_at: t })
         .where("store_id", "=", storeId)
         .where("name", "=", name)
+        .returning(["id", "secrets", "secret_names", "current_version"])
         .executeTakeFirst();
       if (!existing && source === undefined) {
         throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
@@ -140,22 +162,20 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
           .execute();
       } else {
         id = existing.id;
-        // The increment is one atomic UPDATE: two concurrent uploads get two distinct versions.
-        const bump = source !== undefined && source !== (await currentSource(tx, id, existing.current_version));
-        const row = await tx
+        const target = source === undefined ? null : await versionFor(tx, id, source);
+        await tx
           .updateTable("plugin_installations")
-          .set((eb) => ({
-            current_version: bump ? eb("current_version", "+", 1) : eb.ref("current_version"),
+          .set({
+            ...(target === null ? {} : { current_version: target.version }),
             secrets: sealed,
             secret_names: secretNames,
             updated_at: t,
             ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
-          }))
+          })
           .where("id", "=", id)
-          .returning(["current_version"])
-          .executeTakeFirstOrThrow();
-        version = row.current_version;
-        if (!bump) source = undefined;
+          .execute();
+        version = target?.version ?? existing.current_version;
+        if (!target?.isNew) source = undefined;
       }
       if (source !== undefined) {
         await tx
@@ -247,6 +267,39 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       return toInfo(await requireInstallation(storeId, name));
     },
 
+    async remove(storeId, name) {
+      const inst = await requireInstallation(storeId, name);
+      await db.transaction().execute(async (tx) => {
+        await tx.deleteFrom("plugin_versions").where("installation_id", "=", inst.id).execute();
+        await tx.deleteFrom("plugin_installations").where("id", "=", inst.id).execute();
+      });
+    },
+
+    async rollback(storeId, name, version) {
+      const inst = await requireInstallation(storeId, name);
+      await versionRow(inst.id, name, version);
+      await db.updateTable("plugin_installations").set({ current_version: version, updated_at: now() }).where("id", "=", inst.id).execute();
+      return toInfo(await requireInstallation(storeId, name));
+    },
+
+    async diff(storeId, name, versions) {
+      const inst = await requireInstallation(storeId, name);
+      const toVersion = versions.to ?? inst.current_version;
+      const fromVersion = versions.from ?? toVersion - 1;
+      if (fromVersion < 1) throw new AppError("invalid_request", `version ${toVersion} has no version before it: give the version to compare with (from)`, { param: "from" });
+      const [from, to] = [await versionRow(inst.id, name, fromVersion), await versionRow(inst.id, name, toVersion)];
+      const lines = diffLines(from.source, to.source);
+      return {
+        name,
+        from: { version: from.version, sha256: from.source_sha256 },
+        to: { version: to.version, sha256: to.source_sha256 },
+        identical: from.source === to.source,
+        added: lines.added,
+        removed: lines.removed,
+        diff: unifiedDiff(lines, { from: `${name} v${from.version}`, to: `${name} v${to.version}` }),
+      };
+    },
+
     async loadForRun(storeId, name, version) {
       // One query on the hot path: store, installation and the version's source together.
       const row = await db
@@ -267,9 +320,29 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     },
   };
 
-  async function currentSource(tx: Kysely<Database>, installationId: string, version: number): Promise<string | undefined> {
-    const row = await tx.selectFrom("plugin_versions").select("source").where("installation_id", "=", installationId).where("version", "=", version).executeTakeFirst();
-    return row?.source;
+  /**
+   * The version an upload of `source` makes current: an existing version with the same source (an
+   * identical re-upload, or a rollback by upload, makes no new version), else the next number after the
+   * highest (after a rollback, the current version is not the highest).
+   */
+  async function versionFor(tx: Kysely<Database>, installationId: string, source: string): Promise<{ version: number; isNew: boolean }> {
+    const same = await tx
+      .selectFrom("plugin_versions")
+      .select(["version", "source"])
+      .where("installation_id", "=", installationId)
+      .where("source_sha256", "=", sha256(source))
+      .orderBy("version", "desc")
+      .execute();
+    const match = same.find((r) => r.source === source);
+    if (match) return { version: match.version, isNew: false };
+    const top = await tx.selectFrom("plugin_versions").select((eb) => eb.fn.max("version").as("max")).where("installation_id", "=", installationId).executeTakeFirst();
+    return { version: Number(top?.max ?? 0) + 1, isNew: true };
+  }
+
+  async function versionRow(installationId: string, name: string, version: number) {
+    const row = await db.selectFrom("plugin_versions").select(["version", "source", "source_sha256"]).where("installation_id", "=", installationId).where("version", "=", version).executeTakeFirst();
+    if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
+    return row;
   }
 
   return service;

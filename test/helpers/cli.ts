@@ -1,0 +1,41 @@
+// The `storefront` command as a user runs it: bin/storefront.js in a child process, with its own
+// environment and standard input; exit code and both outputs come back.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const BIN = path.join(REPO, "bin/storefront.js");
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd ?? REPO,
+      env: { ...process.env, LOG_LEVEL: "silent", ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/** stdout as JSON, or a failure that shows what the command printed. */
+export function jsonOf<T = Record<string, unknown>>(run: CliRun): T {
+  if (run.code !== 0) throw new Error(`command failed (${run.code}): ${run.stderr}${run.stdout}`);
+  try {
+    return JSON.parse(run.stdout) as T;
+  } catch {
+    throw new Error(`not JSON: ${run.stdout}`);
+  }
+}
