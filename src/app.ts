@@ -13,6 +13,8 @@ import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
+import { EventSchema } from "./events/events.schemas.ts";
+import { eventsRoutes } from "./events/events.routes.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
@@ -54,6 +56,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(CustomerInvoiceSchema);
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
+  app.addSchema(EventSchema);
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
@@ -103,6 +106,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(opsRoutes(services, state));
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(invoicesRoutes(services), { prefix: `/api/${config.apiNamespace}` });
+  await app.register(eventsRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(adminRoutes(services), { prefix: "/api/admin" });
   await app.register(webhookRoutes(services), { prefix: "/api" });
 

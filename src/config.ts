@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
 /** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
@@ -24,6 +25,8 @@ export interface Config {
   webhookRateLimit: { max: number; windowMs: number };
   webhookBodyLimitBytes: number;
   deliveryRetentionDays: number;
+  /** Events out (CONTRACT §9). */
+  events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
   trustProxy: boolean;
   plugin: PluginLimitsConfig;
 }
@@ -112,10 +115,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
-  const fetchAllow = str("PLUGIN_FETCH_ALLOW", "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
+  const list = (name: string): string[] =>
+    str(name, "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+  const fetchAllow = list("PLUGIN_FETCH_ALLOW");
 
   const config: Config = {
     port,
@@ -134,6 +139,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
+    events: {
+      retentionDays: int("EVENT_RETENTION_DAYS", 30, 0, 3650),
+      endpointAllow: list("ENDPOINT_ALLOW"),
+      dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 16, 1, 1024),
+    },
     trustProxy: bool("TRUST_PROXY", false),
     plugin: {
       poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
@@ -149,6 +159,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       fetchAllow,
     },
   };
+
+  try {
+    createAddressPolicy(config.events.endpointAllow);
+  } catch (err) {
+    problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

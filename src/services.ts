@@ -5,6 +5,11 @@ import type { Config } from "./config.ts";
 import { type Db, openDatabase } from "./db/database.ts";
 import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
+import { createEndpointSender, type EndpointSender } from "./events/endpoint-target.ts";
+import { createEndpointsRepository } from "./events/endpoints.repository.ts";
+import { createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
+import { createEventsRepository } from "./events/events.repository.ts";
+import { createEventsService, type EventsService } from "./events/events.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
@@ -31,6 +36,9 @@ export interface Services {
   plugins: PluginsService;
   deliveries: DeliveriesRepository;
   webhooks: WebhookService;
+  events: EventsService;
+  /** Sends queued events to endpoints; `serve` starts it, tests drive it with runDue(). */
+  dispatcher: Dispatcher;
   sandbox: Sandbox;
   metrics: Metrics;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
@@ -44,6 +52,8 @@ export interface ServiceOptions {
   now?: () => number;
   /** Start the sandbox's workers now (serve) instead of on the first plugin run (commands, tests). */
   warmSandbox?: boolean;
+  /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
+  dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
 }
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
@@ -77,6 +87,26 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     retentionDays: config.deliveryRetentionDays,
     now,
   });
+  const sender: EndpointSender = createEndpointSender(config.events.endpointAllow, options.dispatch?.timeoutMs ?? DELIVERY_TIMEOUT_MS);
+  const events = createEventsService({
+    db: db.kysely,
+    events: createEventsRepository(db.kysely),
+    endpoints: createEndpointsRepository(db.kysely),
+    box,
+    policy: sender.policy,
+    retentionDays: config.events.retentionDays,
+    now,
+  });
+  const { timeoutMs: _timeout, signingNow, ...dispatchOptions } = options.dispatch ?? {};
+  const dispatcher = createDispatcher({
+    db: db.kysely,
+    dialect: db.dialect,
+    box,
+    sender,
+    now,
+    ...(signingNow ? { signingNow } : {}),
+    options: { concurrency: config.events.dispatchConcurrency, ...dispatchOptions },
+  });
   return {
     config,
     db,
@@ -86,6 +116,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     plugins,
     deliveries,
     webhooks,
+    events,
+    dispatcher,
     sandbox,
     metrics: createMetrics(),
     readRateLimit: {
@@ -95,6 +127,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.keyId}` : `ip:${request.ip}`),
     },
     close: async () => {
+      await dispatcher.stop();
+      await sender.close();
       await sandbox.close();
       await db.close();
     },

@@ -7,6 +7,7 @@ import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
+import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -151,5 +152,6 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
     );
 
     await app.register(pluginsAdminRoutes(services));
+    await app.register(endpointsAdminRoutes(services));
   };
 }

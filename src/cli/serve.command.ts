@@ -12,12 +12,16 @@ export function registerServeCommand(program: Command): void {
       const config = cliConfig();
       const services = await createServices(config, { warmSandbox: true });
       const app = await buildApp(services);
-      // Delivery retention: once at start, then hourly.
+      // Delivery and event retention: once at start, then hourly.
       const prune = () => {
         services.webhooks
           .pruneDeliveries()
           .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old deliveries"))
           .catch((err: unknown) => app.log.error({ err }, "pruning deliveries failed"));
+        services.events
+          .pruneEvents()
+          .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old events"))
+          .catch((err: unknown) => app.log.error({ err }, "pruning events failed"));
       };
       const pruneTimer = setInterval(prune, 3_600_000);
       pruneTimer.unref();
@@ -31,6 +35,7 @@ export function registerServeCommand(program: Command): void {
         force.unref();
         app
           .close()
+          .then(() => services.dispatcher.stop())
           .then(() => services.close())
           .then(() => process.exit(0))
           .catch((err: unknown) => {
@@ -43,6 +48,8 @@ export function registerServeCommand(program: Command): void {
       await app.listen({ port: config.port, host: config.host });
       const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
       prune();
+      // Outbound webhooks: this process claims its share of the queued events.
+      services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
 }

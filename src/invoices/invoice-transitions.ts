@@ -1,9 +1,11 @@
 // Applies a plugin's pushInvoice / disputeInvoice to an invoice: the status change, its log line, the
 // run's log lines and the delivery record commit together or not at all. The change is a compare-and-set
 // on the status read, so concurrent deliveries (in one process or many on one PostgreSQL) change an
-// invoice at most once; a loser re-reads and answers "already applied".
+// invoice at most once; a loser re-reads and answers "already applied". Every status change writes its
+// event (CONTRACT §9) in the same transaction: new transitions go through here to get theirs.
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { appendInvoiceEvent } from "../events/invoice-events.ts";
 import { decideTransition, isInvoiceStatus, type PluginAction } from "./invoice-state.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
@@ -63,6 +65,7 @@ export async function applyPluginAction(db: Kysely<Database>, input: ApplyInput,
       if (lines.length > 0) {
         await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
       }
+      if (result.kind === "changed") await appendInvoiceEvent(tx, input.storeId, input.invoiceId, result.to, t);
       await input.record?.(tx, result);
       return result;
     });

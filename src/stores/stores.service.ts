@@ -6,7 +6,7 @@ import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 
-export const SCOPES = ["customers:read", "invoices:read"] as const;
+export const SCOPES = ["customers:read", "invoices:read", "events:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Store {

@@ -1,0 +1,293 @@
+// The dispatcher: a loop owned by `serve` that sends queued events to their endpoints. Each unit of work
+// (one event for one endpoint) is claimed from the database by pushing its due time one lease ahead
+// (on PostgreSQL with FOR UPDATE SKIP LOCKED), so any number of processes share the work, each attempt
+// is made by one of them, and a killed process's claim simply falls due again when its lease ends.
+// Sending is plain async I/O beside the request handlers: payments never wait on it, and a cap per
+// endpoint keeps one slow receiver from taking every slot.
+import { randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { Dialect } from "../db/database.ts";
+import { newId } from "../lib/ids.ts";
+import type { SecretBox } from "../plugins/secrets.ts";
+import type { EndpointSender, SendResult } from "./endpoint-target.ts";
+import { renderEvent } from "./event-render.ts";
+import { onDeliveriesQueued } from "./events.repository.ts";
+import { openEndpointSecrets } from "./events.service.ts";
+import { webhookHeaders } from "./webhook-signing.ts";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+/** CONTRACT §9: the waits before each retry; after the last one the series has failed. */
+export const RETRY_SCHEDULE_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
+export const DELIVERY_TIMEOUT_MS = 15 * SECOND;
+export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
+
+export interface DispatcherOptions {
+  /** Attempts in flight in this process. */
+  concurrency: number;
+  /** Attempts in flight per endpoint in this process. */
+  perEndpoint: number;
+  schedule: readonly number[];
+  /** How long a claim holds: longer than an attempt can take. */
+  leaseMs: number;
+  pollMs: number;
+  disableAfterFailingMs: number;
+}
+
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = {
+  concurrency: 16,
+  perEndpoint: 4,
+  schedule: RETRY_SCHEDULE_MS,
+  leaseMs: DELIVERY_TIMEOUT_MS + 30 * SECOND,
+  pollMs: 250,
+  disableAfterFailingMs: DISABLE_AFTER_FAILING_MS,
+};
+
+export interface DispatcherDeps {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  box: SecretBox;
+  sender: EndpointSender;
+  /** Scheduling time (injectable in tests). */
+  now: () => number;
+  /** Time written into `webhook-timestamp`: the wall clock, which the receiver compares with its own. */
+  signingNow?: () => number;
+  options?: Partial<DispatcherOptions>;
+  onError?: (err: unknown) => void;
+}
+
+export interface Dispatcher {
+  /** Starts the loop; errors it survives (a database outage) go to `onError`. */
+  start(onError?: (err: unknown) => void): void;
+  /** Stops claiming and waits for the attempts in flight. */
+  stop(): Promise<void>;
+  /** Sends everything due now, waiting for the answers; repeats until nothing is due. Returns the attempts made. */
+  runDue(): Promise<number>;
+}
+
+interface ClaimedTask {
+  id: string;
+  store_id: string;
+  claim_token: string | null;
+  event_id: string;
+  endpoint_id: string;
+  attempts: number;
+  manual: number;
+  e_type: string | null;
+  e_data: string | null;
+  e_created_at: number | null;
+  p_url: string | null;
+  p_enabled: number | null;
+  p_secrets: string | null;
+  p_previous_expires: number | null;
+  p_api_version: string | null;
+}
+
+type AttemptOutcome = "succeeded" | "failed" | "exhausted" | "gone";
+
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { db, dialect, box, sender, now } = deps;
+  const signingNow = deps.signingNow ?? Date.now;
+  const opts: DispatcherOptions = { ...DEFAULT_DISPATCHER_OPTIONS, ...deps.options };
+  let onError = deps.onError ?? ((err: unknown) => process.emitWarning(`event dispatcher: ${err instanceof Error ? err.message : String(err)}`));
+
+  const inFlight = new Map<string, number>(); // endpoint id -> attempts in flight
+  const running = new Set<Promise<void>>();
+  let total = 0;
+  let started = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let ticking = false;
+  let again = false;
+  let unsubscribe: (() => void) | null = null;
+
+  async function claim(limit: number): Promise<ClaimedTask[]> {
+    const t = now();
+    const token = randomUUID();
+    const saturated = [...inFlight].filter(([, n]) => n >= opts.perEndpoint).map(([id]) => id);
+    let due = db
+      .selectFrom("event_deliveries")
+      .select("id")
+      .where("status", "=", "pending")
+      .where("next_attempt_at", "<=", t)
+      .orderBy("next_attempt_at")
+      .limit(limit);
+    if (saturated.length > 0) due = due.where("endpoint_id", "not in", saturated);
+    if (dialect === "postgres") due = due.forUpdate().skipLocked();
+    const res = await db
+      .updateTable("event_deliveries")
+      .set({ next_attempt_at: t + opts.leaseMs, claim_token: token })
+      .where("id", "in", due)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) return [];
+    return db
+      .selectFrom("event_deliveries as d")
+      .leftJoin("events as e", "e.id", "d.event_id")
+      .leftJoin("event_endpoints as p", "p.id", "d.endpoint_id")
+      .select([
+        "d.id",
+        "d.store_id",
+        "d.claim_token",
+        "d.event_id",
+        "d.endpoint_id",
+        "d.attempts",
+        "d.manual",
+        "e.type as e_type",
+        "e.data as e_data",
+        "e.created_at as e_created_at",
+        "p.url as p_url",
+        "p.enabled as p_enabled",
+        "p.secrets as p_secrets",
+        "p.previous_secret_expires_at as p_previous_expires",
+        "p.api_version as p_api_version",
+      ])
+      .where("d.claim_token", "=", token)
+      .execute() as Promise<ClaimedTask[]>;
+  }
+
+  async function attempt(task: ClaimedTask): Promise<void> {
+    if (task.e_type === null || task.p_url === null || task.p_enabled !== 1 || task.p_secrets === null) {
+      // The event was pruned or the endpoint removed or disabled since: nothing to send.
+      await db.updateTable("event_deliveries").set({ status: "cancelled", claim_token: null, updated_at: now() }).where("id", "=", task.id).where("claim_token", "=", task.claim_token).execute();
+      return;
+    }
+    const secrets = openEndpointSecrets(box, task.p_secrets);
+    const valid = [secrets.current];
+    if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
+    const body = JSON.stringify(renderEvent({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? ""));
+    const result = await sender.send(task.p_url, webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), body);
+    await record(task, result);
+  }
+
+  async function record(task: ClaimedTask, result: SendResult): Promise<void> {
+    const t = now();
+    const number = task.attempts + 1;
+    const status = result.ok ? result.status : null;
+    const outcome: AttemptOutcome =
+      status !== null && status >= 200 && status < 300 ? "succeeded" : status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
+    await db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto("event_attempts")
+        .values({
+          id: newId("att"),
+          store_id: task.store_id,
+          delivery_id: task.id,
+          event_id: task.event_id,
+          endpoint_id: task.endpoint_id,
+          attempt: number,
+          outcome,
+          response_status: status,
+          error: result.ok ? null : result.error,
+          response_excerpt: result.ok ? result.excerpt : "",
+          duration_ms: result.durationMs,
+          created_at: t,
+        })
+        .execute();
+      const next = outcome === "failed" ? t + opts.schedule[number - 1]! : t;
+      await tx
+        .updateTable("event_deliveries")
+        .set({ status: outcome === "succeeded" ? "succeeded" : outcome === "failed" ? "pending" : "failed", attempts: number, next_attempt_at: next, claim_token: null, updated_at: t })
+        .where("id", "=", task.id)
+        // Only while the claim is still ours: past its lease another process may own the task.
+        .where("claim_token", "=", task.claim_token)
+        .execute();
+      if (outcome === "succeeded") {
+        await tx.updateTable("event_endpoints").set({ last_success_at: t, failing_since: null }).where("id", "=", task.endpoint_id).execute();
+        return;
+      }
+      let disable: string | null = outcome === "gone" ? "the endpoint answered 410 Gone" : null;
+      if (disable === null) {
+        await tx.updateTable("event_endpoints").set({ failing_since: t }).where("id", "=", task.endpoint_id).where("failing_since", "is", null).execute();
+        const ep = await tx.selectFrom("event_endpoints").select("failing_since").where("id", "=", task.endpoint_id).executeTakeFirst();
+        if (ep?.failing_since != null && t - Number(ep.failing_since) >= opts.disableAfterFailingMs) disable = "no successful delivery for 5 days";
+      }
+      if (disable !== null) {
+        await tx.updateTable("event_endpoints").set({ enabled: 0, disabled_reason: disable, updated_at: t }).where("id", "=", task.endpoint_id).execute();
+        await tx.updateTable("event_deliveries").set({ status: "cancelled", updated_at: t }).where("endpoint_id", "=", task.endpoint_id).where("status", "=", "pending").execute();
+      }
+    });
+  }
+
+  function launch(task: ClaimedTask): Promise<void> {
+    inFlight.set(task.endpoint_id, (inFlight.get(task.endpoint_id) ?? 0) + 1);
+    total++;
+    const p = attempt(task)
+      .catch(onError)
+      .finally(() => {
+        const n = (inFlight.get(task.endpoint_id) ?? 1) - 1;
+        if (n === 0) inFlight.delete(task.endpoint_id);
+        else inFlight.set(task.endpoint_id, n);
+        total--;
+        running.delete(p);
+        if (started && !stopped) wake(0);
+      });
+    running.add(p);
+    return p;
+  }
+
+  async function tick(): Promise<void> {
+    if (ticking) {
+      again = true;
+      return;
+    }
+    ticking = true;
+    try {
+      do {
+        again = false;
+        while (!stopped && total < opts.concurrency) {
+          const batch = await claim(opts.concurrency - total);
+          if (batch.length === 0) break;
+          for (const task of batch) void launch(task);
+        }
+      } while (again && !stopped);
+    } catch (err) {
+      onError(err);
+    } finally {
+      ticking = false;
+    }
+  }
+
+  function wake(delayMs: number): void {
+    if (stopped || !started) return;
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      void tick().finally(() => {
+        if (timer === null) wake(opts.pollMs);
+      });
+    }, delayMs);
+    timer.unref();
+  }
+
+  return {
+    start(errorHandler) {
+      if (started) return;
+      if (errorHandler) onError = errorHandler;
+      started = true;
+      // An event written in this process is looked for just after its transaction commits.
+      unsubscribe = onDeliveriesQueued(() => {
+        wake(2);
+        setTimeout(() => wake(0), 25).unref();
+      });
+      wake(0);
+    },
+    async stop() {
+      stopped = true;
+      unsubscribe?.();
+      if (timer !== null) clearTimeout(timer);
+      await Promise.allSettled([...running]);
+    },
+    async runDue() {
+      let made = 0;
+      for (;;) {
+        const batch = await claim(opts.concurrency);
+        if (batch.length === 0) return made;
+        made += batch.length;
+        await Promise.all(batch.map(launch));
+      }
+    },
+  };
+}
