@@ -64,7 +64,7 @@ export interface Dispatcher {
   start(onError?: (err: unknown) => void): void;
   /** Stops claiming and waits for the attempts in flight. */
   stop(): Promise<void>;
-  /** Sends everything due now, waiting for the answers; repeats until nothing is due. Returns the attempts made. */
+  /** Sends everything due now, waiting for the answers; repeats until nothing is due. Returns the attempts made; throws what failed. */
   runDue(): Promise<number>;
 }
 
@@ -169,6 +169,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const outcome: AttemptOutcome =
       status !== null && status >= 200 && status < 300 ? "succeeded" : status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
     await db.transaction().execute(async (tx) => {
+      // The endpoint's row first: attempts to one endpoint finishing together then queue here instead of
+      // locking each other's deliveries in opposite orders (when one of them disables the endpoint).
+      if (dialect === "postgres") await tx.selectFrom("event_endpoints").select("id").where("id", "=", task.endpoint_id).forUpdate().execute();
       await tx
         .insertInto("event_attempts")
         .values({
@@ -211,11 +214,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
-  function launch(task: ClaimedTask): Promise<void> {
+  function launch(task: ClaimedTask, errors?: unknown[]): Promise<void> {
     inFlight.set(task.endpoint_id, (inFlight.get(task.endpoint_id) ?? 0) + 1);
     total++;
     const p = attempt(task)
-      .catch(onError)
+      .catch((err: unknown) => (errors ? errors.push(err) : onError(err)))
       .finally(() => {
         const n = (inFlight.get(task.endpoint_id) ?? 1) - 1;
         if (n === 0) inFlight.delete(task.endpoint_id);
@@ -286,7 +289,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const batch = await claim(opts.concurrency);
         if (batch.length === 0) return made;
         made += batch.length;
-        await Promise.all(batch.map(launch));
+        const errors: unknown[] = [];
+        await Promise.all(batch.map((task) => launch(task, errors)));
+        if (errors.length > 0) throw errors[0];
       }
     },
   };
