@@ -218,7 +218,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     inFlight.set(task.endpoint_id, (inFlight.get(task.endpoint_id) ?? 0) + 1);
     total++;
     const p = attempt(task)
-      .catch((err: unknown) => (errors ? errors.push(err) : onError(err)))
+      .catch((err: unknown) => {
+        if (errors) errors.push(err);
+        else onError(err);
+      })
       .finally(() => {
         const n = (inFlight.get(task.endpoint_id) ?? 1) - 1;
         if (n === 0) inFlight.delete(task.endpoint_id);

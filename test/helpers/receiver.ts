@@ -2,7 +2,7 @@
 // official `standardwebhooks` library, and can be told to answer 2xx, an error status, hang, or be down.
 import { once } from "node:events";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { Webhook } from "standardwebhooks";
 
 export type ReceiverMode = { kind: "ok" } | { kind: "status"; status: number } | { kind: "hang" };
@@ -33,7 +33,7 @@ export interface Receiver {
 
 export async function startReceiver(port = 0): Promise<Receiver> {
   let server: http.Server | null = null;
-  const sockets = new Set<import("node:net").Socket>();
+  const sockets = new Set<Socket>();
   const waiters: { n: number; resolve: () => void }[] = [];
   const r: Receiver = {
     url: "",
@@ -57,7 +57,13 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       if (r.received.length >= n) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`receiver got ${r.received.length} of ${n} requests in ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ n, resolve: () => (clearTimeout(timer), resolve()) });
+        waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
       });
     },
     async start() {
@@ -73,7 +79,11 @@ export async function startReceiver(port = 0): Promise<Receiver> {
             body: Buffer.concat(chunks).toString("utf8"),
             at: Date.now(),
           });
-          for (const w of [...waiters]) if (r.received.length >= w.n) (waiters.splice(waiters.indexOf(w), 1), w.resolve());
+          for (const w of [...waiters]) {
+            if (r.received.length < w.n) continue;
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve();
+          }
           const mode = r.mode;
           if (mode.kind === "hang") return; // never answers
           res.writeHead(mode.kind === "ok" ? 200 : mode.status, { "content-type": "text/plain" });
