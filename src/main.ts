@@ -1,6 +1,7 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
 import { Command } from "commander";
 import { reportCliError } from "./cli/context.ts";
+import { registerEventCommands } from "./cli/events.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
@@ -17,5 +18,6 @@ registerStoreCommands(program);
 registerSeedCommand(program);
 registerPluginCommands(program);
 registerPluginTestCommand(program); // adds `plugins test` to the command above
+registerEventCommands(program);
 
 program.parseAsync(process.argv).catch(reportCliError);

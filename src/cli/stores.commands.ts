@@ -31,7 +31,7 @@ export function registerStoreCommands(program: Command): void {
     .command("create")
     .description("create an API key; the key is printed once and never stored")
     .requiredOption("--store <storeId>", "store id")
-    .option("--scopes <scopes>", "comma-separated: customers:read,invoices:read (default: both)")
+    .option("--scopes <scopes>", "comma-separated: customers:read,invoices:read,events:read (default: all three)")
     .option("--name <name>", "a label for the key")
     .action(async (opts: { store: string; scopes?: string; name?: string }) => {
       await withServices(async (s) => {
