@@ -142,7 +142,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     events: {
       retentionDays: int("EVENT_RETENTION_DAYS", 30, 0, 3650),
       endpointAllow: list("ENDPOINT_ALLOW"),
-      dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 16, 1, 1024),
+      dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
     },
     trustProxy: bool("TRUST_PROXY", false),
     plugin: {

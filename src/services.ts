@@ -105,7 +105,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     sender,
     now,
     ...(signingNow ? { signingNow } : {}),
-    options: { concurrency: config.events.dispatchConcurrency, ...dispatchOptions },
+    // Half the slots at most for one endpoint: a slow one never takes all of them.
+    options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
   return {
     config,

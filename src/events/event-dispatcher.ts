@@ -5,6 +5,7 @@
 // Sending is plain async I/O beside the request handlers: payments never wait on it, and a cap per
 // endpoint keeps one slow receiver from taking every slot.
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Dialect } from "../db/database.ts";
@@ -38,8 +39,8 @@ export interface DispatcherOptions {
 }
 
 export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = {
-  concurrency: 16,
-  perEndpoint: 4,
+  concurrency: 32,
+  perEndpoint: 16,
   schedule: RETRY_SCHEDULE_MS,
   leaseMs: DELIVERY_TIMEOUT_MS + 30 * SECOND,
   pollMs: 250,
@@ -117,12 +118,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .limit(limit);
     if (saturated.length > 0) due = due.where("endpoint_id", "not in", saturated);
     if (dialect === "postgres") due = due.forUpdate().skipLocked();
-    const res = await db
+    const claimed = await db
       .updateTable("event_deliveries")
       .set({ next_attempt_at: t + opts.leaseMs, claim_token: token })
       .where("id", "in", due)
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) === 0) return [];
+      .returning("id")
+      .execute();
+    if (claimed.length === 0) return [];
     return db
       .selectFrom("event_deliveries as d")
       .leftJoin("events as e", "e.id", "d.event_id")
@@ -144,8 +146,25 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         "p.previous_secret_expires_at as p_previous_expires",
         "p.api_version as p_api_version",
       ])
+      .where(
+        "d.id",
+        "in",
+        claimed.map((c) => c.id),
+      )
       .where("d.claim_token", "=", token)
       .execute() as Promise<ClaimedTask[]>;
+  }
+
+  // Opening a sealed secret is an AES-GCM decryption; an endpoint's secrets change only on rotation.
+  const opened = new Map<string, ReturnType<typeof openEndpointSecrets>>();
+  function openSecrets(sealed: string) {
+    let secrets = opened.get(sealed);
+    if (secrets === undefined) {
+      if (opened.size >= 1000) opened.clear();
+      secrets = openEndpointSecrets(box, sealed);
+      opened.set(sealed, secrets);
+    }
+    return secrets;
   }
 
   async function attempt(task: ClaimedTask): Promise<void> {
@@ -154,7 +173,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await db.updateTable("event_deliveries").set({ status: "cancelled", claim_token: null, updated_at: now() }).where("id", "=", task.id).where("claim_token", "=", task.claim_token).execute();
       return;
     }
-    const secrets = openEndpointSecrets(box, task.p_secrets);
+    const secrets = openSecrets(task.p_secrets);
     const valid = [secrets.current];
     if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
     const body = JSON.stringify(renderEvent({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? ""));
@@ -163,15 +182,95 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function record(task: ClaimedTask, result: SendResult): Promise<void> {
+    const number = task.attempts + 1;
+    const status = result.ok ? result.status : null;
+    if (status !== null && status >= 200 && status < 300) return recordSuccess({ task, status, excerpt: result.ok ? result.excerpt : "", durationMs: result.durationMs });
+    const outcome: AttemptOutcome = status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
+    return recordFailure(task, result, outcome);
+  }
+
+  // Successes are written in groups: while one group's transaction runs, the next group gathers, so a busy
+  // endpoint costs one transaction per group instead of one per event.
+  interface Success {
+    task: ClaimedTask;
+    status: number;
+    excerpt: string;
+    durationMs: number;
+  }
+  let gathering: { items: Success[]; done: Promise<void> } | null = null;
+  let writing: Promise<void> = Promise.resolve();
+
+  function recordSuccess(item: Success): Promise<void> {
+    if (gathering === null) {
+      const group: { items: Success[]; done: Promise<void> } = { items: [], done: Promise.resolve() };
+      group.done = writing.then(() => {
+        if (gathering === group) gathering = null;
+        return writeSuccesses(group.items);
+      });
+      writing = group.done.catch(() => {});
+      gathering = group;
+    }
+    gathering.items.push(item);
+    return gathering.done;
+  }
+
+  async function writeSuccesses(items: Success[]): Promise<void> {
+    const t = now();
+    const endpoints = [...new Set(items.map((i) => i.task.endpoint_id))].sort();
+    await db.transaction().execute(async (tx) => {
+      // Endpoint rows first, in one order (see recordFailure), and only when it changes something: a
+      // healthy endpoint's row is not rewritten on every event.
+      for (const endpointId of endpoints) {
+        await tx
+          .updateTable("event_endpoints")
+          .set({ last_success_at: t, failing_since: null })
+          .where("id", "=", endpointId)
+          .where((eb) => eb.or([eb("failing_since", "is not", null), eb("last_success_at", "is", null), eb("last_success_at", "<", t - 60_000)]))
+          .execute();
+      }
+      await tx
+        .insertInto("event_attempts")
+        .values(
+          items.map((i) => ({
+            id: newId("att"),
+            store_id: i.task.store_id,
+            delivery_id: i.task.id,
+            event_id: i.task.event_id,
+            endpoint_id: i.task.endpoint_id,
+            attempt: i.task.attempts + 1,
+            outcome: "succeeded",
+            response_status: i.status,
+            error: null,
+            response_excerpt: i.excerpt,
+            duration_ms: i.durationMs,
+            created_at: t,
+          })),
+        )
+        .execute();
+      await tx
+        .updateTable("event_deliveries")
+        .set((eb) => ({ status: "succeeded", attempts: eb("attempts", "+", 1), claim_token: null, updated_at: t }))
+        .where(
+          "id",
+          "in",
+          items.map((i) => i.task.id),
+        )
+        // Only rows whose claim is still ours: past its lease another process may own one.
+        .where("claim_token", "in", [...new Set(items.map((i) => i.task.claim_token!))])
+        .execute();
+    });
+  }
+
+  async function recordFailure(task: ClaimedTask, result: SendResult, outcome: AttemptOutcome): Promise<void> {
     const t = now();
     const number = task.attempts + 1;
     const status = result.ok ? result.status : null;
-    const outcome: AttemptOutcome =
-      status !== null && status >= 200 && status < 300 ? "succeeded" : status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
     await db.transaction().execute(async (tx) => {
-      // The endpoint's row first: attempts to one endpoint finishing together then queue here instead of
-      // locking each other's deliveries in opposite orders (when one of them disables the endpoint).
-      if (dialect === "postgres") await tx.selectFrom("event_endpoints").select("id").where("id", "=", task.endpoint_id).forUpdate().execute();
+      if (dialect === "postgres") {
+        // The endpoint's row first: attempts to one endpoint finishing together then queue here instead of
+        // locking each other's deliveries in opposite orders (when one of them disables the endpoint).
+        await tx.selectFrom("event_endpoints").select("id").where("id", "=", task.endpoint_id).forUpdate().execute();
+      }
       await tx
         .insertInto("event_attempts")
         .values({
@@ -192,15 +291,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const next = outcome === "failed" ? t + opts.schedule[number - 1]! : t;
       await tx
         .updateTable("event_deliveries")
-        .set({ status: outcome === "succeeded" ? "succeeded" : outcome === "failed" ? "pending" : "failed", attempts: number, next_attempt_at: next, claim_token: null, updated_at: t })
+        .set({ status: outcome === "failed" ? "pending" : "failed", attempts: number, next_attempt_at: next, claim_token: null, updated_at: t })
         .where("id", "=", task.id)
         // Only while the claim is still ours: past its lease another process may own the task.
         .where("claim_token", "=", task.claim_token)
         .execute();
-      if (outcome === "succeeded") {
-        await tx.updateTable("event_endpoints").set({ last_success_at: t, failing_since: null }).where("id", "=", task.endpoint_id).execute();
-        return;
-      }
       let disable: string | null = outcome === "gone" ? "the endpoint answered 410 Gone" : null;
       if (disable === null) {
         await tx.updateTable("event_endpoints").set({ failing_since: t }).where("id", "=", task.endpoint_id).where("failing_since", "is", null).execute();
@@ -256,14 +351,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
+  let timerAt = Infinity;
+  /** Until then, an event was queued in this process recently: look often, its commit is imminent. */
+  let eagerUntil = 0;
+
   function wake(delayMs: number): void {
     if (stopped || !started) return;
+    const at = performance.now() + delayMs;
+    if (timer !== null && timerAt <= at) return; // an earlier look is already planned
     if (timer !== null) clearTimeout(timer);
+    timerAt = at;
     timer = setTimeout(() => {
       timer = null;
-      void tick().finally(() => {
-        if (timer === null) wake(opts.pollMs);
-      });
+      timerAt = Infinity;
+      void tick().finally(() => wake(performance.now() < eagerUntil ? 10 : opts.pollMs));
     }, delayMs);
     timer.unref();
   }
@@ -275,8 +376,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       started = true;
       // An event written in this process is looked for just after its transaction commits.
       unsubscribe = onDeliveriesQueued(() => {
-        wake(2);
-        setTimeout(() => wake(0), 25).unref();
+        eagerUntil = performance.now() + 100;
+        wake(3);
       });
       wake(0);
     },
