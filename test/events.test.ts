@@ -362,3 +362,51 @@ for (const { name: dialect, skip } of DIALECTS) {
     });
   });
 }
+
+for (const { name: dialect, skip } of DIALECTS) {
+  describe(`endpoint address policy on ${dialect}`, { skip }, () => {
+    test("a name that resolves to a private address is refused on the connected socket, attempt recorded, nothing received", async () => {
+      // No ENDPOINT_ALLOW: loopback is private. "localhost" passes the save-time check (it is not an IP
+      // literal), so only the check of the address the socket reached can stop it.
+      const h = await createHarness(dialect, {}, { dispatch: { timeoutMs: 2000 } });
+      const receiver = await startReceiver();
+      try {
+        const store = await h.store();
+        const refused = await h.admin("POST", `/api/admin/stores/${store.id}/endpoints`, { url: receiver.url });
+        expectStatus(refused, 400);
+        const ep = await addEndpoint(h, store.id, { url: `http://localhost:${receiver.port}/hooks` });
+        const customer = await h.customer(store.id);
+        await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+        assert.equal(await h.services.dispatcher.runDue(), 1);
+        const [a] = await attempts(h, store.id, ep.id);
+        assert.equal(a!.outcome, "failed");
+        assert.equal(a!.responseStatus, null);
+        assert.match(a!.error!, /private or reserved/);
+        assert.equal(receiver.received.length, 0);
+      } finally {
+        await receiver.close();
+        await h.close();
+      }
+    });
+
+    test("PATCH without a body is a 400, resend to a disabled endpoint a 409", async () => {
+      const h = await createHarness(dialect, { ENDPOINT_ALLOW: "127.0.0.0/8" });
+      try {
+        const store = await h.store();
+        const ep = await addEndpoint(h, store.id, { url: "http://127.0.0.1:9/x", enabled: false });
+        const patch = await h.app.inject({ method: "PATCH", url: `/api/admin/stores/${store.id}/endpoints/${ep.id}`, headers: { authorization: "Bearer test-admin-token-0123456789" } });
+        expectStatus(patch, 400);
+        const customer = await h.customer(store.id);
+        await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+        const [event] = (await feed(h, store.key)).data.events;
+        expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/events/${event!.id}/resend`, { endpointId: ep.id }), 409);
+        const all = await h.admin("POST", `/api/admin/stores/${store.id}/events/${event!.id}/resend`);
+        expectStatus(all, 202);
+        assert.deepEqual(all.json<{ deliveries: unknown[] }>().deliveries, [], "a disabled endpoint gets nothing");
+        expectStatus(await h.get("/api/admin/stores/x/endpoints", null, { authorization: "Bearer wrong" }), 401);
+      } finally {
+        await h.close();
+      }
+    });
+  });
+}

@@ -113,20 +113,24 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
     app.post(
       "/stores/:storeId/events/:eventId/resend",
       {
+        // A POST with no body at all means "to every subscribed endpoint".
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
         schema: {
           tags,
           security,
           summary: "Send an event again (to one endpoint, or to every enabled endpoint that wants its type)",
           description: "The same webhook-id as before: receivers that deduplicate by it ignore what they already have.",
           params: EventParams,
-          body: Type.Optional(Type.Object({ endpointId: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false })),
+          body: Type.Object({ endpointId: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false, description: "Optional: an empty request is a resend to every subscribed endpoint." }),
           response: {
             202: Type.Object({ eventId: Type.String(), deliveries: Type.Array(Type.Object({ id: Type.String(), endpointId: Type.String() })) }),
             ...errorResponses(400, 401, 404, 409),
           },
         },
       },
-      async (request, reply) => reply.code(202).send(await services.events.resend(request.params.storeId, request.params.eventId, request.body?.endpointId)),
+      async (request, reply) => reply.code(202).send(await services.events.resend(request.params.storeId, request.params.eventId, request.body.endpointId)),
     );
   };
 }
