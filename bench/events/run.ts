@@ -63,7 +63,11 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port
 
 async function startServer(dialect: string, endpoint: string, invoices: number): Promise<{ child: ChildProcess; ready: EventsServerReady }> {
   const child = fork(path.join(HERE, "server.ts"), ["--dialect", dialect, "--endpoint", endpoint, "--invoices", String(invoices)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const [ready] = (await once(child, "message")) as [EventsServerReady];
+  // A server that dies while starting must stop the run, not hang it.
+  const ready = await Promise.race([
+    once(child, "message").then(([m]) => m as EventsServerReady),
+    once(child, "exit").then(([code]) => Promise.reject(new Error(`${dialect} server exited with ${String(code)} before it was ready`))),
+  ]);
   return { child, ready };
 }
 
