@@ -6,7 +6,7 @@
 // endpoint keeps one slow receiver from taking every slot.
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Dialect } from "../db/database.ts";
 import { newId } from "../lib/ids.ts";
@@ -25,6 +25,8 @@ const HOUR = 60 * MINUTE;
 export const RETRY_SCHEDULE_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 export const DELIVERY_TIMEOUT_MS = 15 * SECOND;
 export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
+const GROUP_GATHER_MS = 5;
+const CLAIM_GATHER_MS = 5;
 
 export interface DispatcherOptions {
   /** Attempts in flight in this process. */
@@ -101,7 +103,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let started = false;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
-  let ticking = false;
+  let ticking: Promise<void> | null = null;
   let again = false;
   let unsubscribe: (() => void) | null = null;
 
@@ -112,11 +114,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     let due = db
       .selectFrom("event_deliveries")
       .select("id")
-      .where("status", "=", "pending")
+      // A literal, not a parameter: SQLite uses the partial index only for a condition it can see.
+      .where("status", "=", sql.lit("pending"))
       .where("next_attempt_at", "<=", t)
       .orderBy("next_attempt_at")
       .limit(limit);
     if (saturated.length > 0) due = due.where("endpoint_id", "not in", saturated);
+    // A read first: an idle poll then never takes SQLite's write lock (or PostgreSQL row locks).
+    if ((await due.executeTakeFirst()) === undefined) return [];
     if (dialect === "postgres") due = due.forUpdate().skipLocked();
     const claimed = await db
       .updateTable("event_deliveries")
@@ -203,7 +208,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function recordSuccess(item: Success): Promise<void> {
     if (gathering === null) {
       const group: { items: Success[]; done: Promise<void> } = { items: [], done: Promise.resolve() };
-      group.done = writing.then(() => {
+      // A few milliseconds of gathering turn a stream of answers into one commit per group.
+      group.done = Promise.all([writing, new Promise((resolve) => setTimeout(resolve, GROUP_GATHER_MS))]).then(() => {
         if (gathering === group) gathering = null;
         return writeSuccesses(group.items);
       });
@@ -323,19 +329,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         else inFlight.set(task.endpoint_id, n);
         total--;
         running.delete(p);
-        if (started && !stopped) wake(0);
+        // A few milliseconds later: answers arriving together then share one claim.
+        if (started && !stopped) wake(CLAIM_GATHER_MS);
       });
     running.add(p);
     return p;
   }
 
-  async function tick(): Promise<void> {
-    if (ticking) {
+  function tick(): Promise<void> {
+    if (ticking !== null) {
       again = true;
-      return;
+      return ticking;
     }
-    ticking = true;
-    try {
+    const run = async () => {
       do {
         again = false;
         while (!stopped && total < opts.concurrency) {
@@ -344,11 +350,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           for (const task of batch) void launch(task);
         }
       } while (again && !stopped);
-    } catch (err) {
-      onError(err);
-    } finally {
-      ticking = false;
-    }
+    };
+    // Reactions run asynchronously: `ticking` is cleared only after it was set, even when run() did no I/O.
+    ticking = run()
+      .catch(onError)
+      .finally(() => {
+        ticking = null;
+      });
+    return ticking;
   }
 
   let timerAt = Infinity;
@@ -385,6 +394,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopped = true;
       unsubscribe?.();
       if (timer !== null) clearTimeout(timer);
+      // A claim under way finishes (its tasks are launched and awaited below) before the database closes.
+      await ticking;
       await Promise.allSettled([...running]);
     },
     async runDue() {
