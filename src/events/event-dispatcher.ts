@@ -12,8 +12,9 @@ import type { Dialect } from "../db/database.ts";
 import { newId } from "../lib/ids.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { EndpointSender, SendResult } from "./endpoint-target.ts";
-import { renderEvent } from "./event-render.ts";
+import { renderEventJson } from "./event-render.ts";
 import { onDeliveriesQueued } from "./events.repository.ts";
+import { CURRENT_API_VERSION } from "./events.types.ts";
 import { openEndpointSecrets } from "./events.service.ts";
 import { webhookHeaders } from "./webhook-signing.ts";
 
@@ -25,8 +26,10 @@ const HOUR = 60 * MINUTE;
 export const RETRY_SCHEDULE_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 export const DELIVERY_TIMEOUT_MS = 15 * SECOND;
 export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
-const GROUP_GATHER_MS = 5;
-const CLAIM_GATHER_MS = 5;
+/** Answers recorded together: the record is not on the way to the receiver, so this costs no latency. */
+const GROUP_GATHER_MS = 25;
+/** After answers, the next claim waits this long so that several slots are refilled by one claim. */
+const CLAIM_GATHER_MS = 10;
 
 export interface DispatcherOptions {
   /** Attempts in flight in this process. */
@@ -107,6 +110,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let again = false;
   let unsubscribe: (() => void) | null = null;
 
+  let idle = true;
   async function claim(limit: number): Promise<ClaimedTask[]> {
     const t = now();
     const token = randomUUID();
@@ -120,8 +124,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .orderBy("next_attempt_at")
       .limit(limit);
     if (saturated.length > 0) due = due.where("endpoint_id", "not in", saturated);
-    // A read first: an idle poll then never takes SQLite's write lock (or PostgreSQL row locks).
-    if ((await due.executeTakeFirst()) === undefined) return [];
+    // When the last claim found nothing, a read first: an idle poll then never takes SQLite's write lock.
+    if (idle && (await due.executeTakeFirst()) === undefined) return [];
     if (dialect === "postgres") due = due.forUpdate().skipLocked();
     const claimed = await db
       .updateTable("event_deliveries")
@@ -129,7 +133,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .where("id", "in", due)
       .returning("id")
       .execute();
-    if (claimed.length === 0) return [];
+    idle = claimed.length === 0;
+    if (idle) return [];
     return db
       .selectFrom("event_deliveries as d")
       .leftJoin("events as e", "e.id", "d.event_id")
@@ -172,7 +177,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return secrets;
   }
 
-  async function attempt(task: ClaimedTask): Promise<void> {
+  /** `sent` frees the attempt's slot once the endpoint has answered; the record follows in its group. */
+  async function attempt(task: ClaimedTask, sent: () => void): Promise<void> {
     if (task.e_type === null || task.p_url === null || task.p_enabled !== 1 || task.p_secrets === null) {
       // The event was pruned or the endpoint removed or disabled since: nothing to send.
       await db.updateTable("event_deliveries").set({ status: "cancelled", claim_token: null, updated_at: now() }).where("id", "=", task.id).where("claim_token", "=", task.claim_token).execute();
@@ -181,8 +187,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const secrets = openSecrets(task.p_secrets);
     const valid = [secrets.current];
     if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
-    const body = JSON.stringify(renderEvent({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? ""));
+    const body = renderEventJson({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? CURRENT_API_VERSION);
     const result = await sender.send(task.p_url, webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), body);
+    sent();
     await record(task, result);
   }
 
@@ -318,19 +325,25 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function launch(task: ClaimedTask, errors?: unknown[]): Promise<void> {
     inFlight.set(task.endpoint_id, (inFlight.get(task.endpoint_id) ?? 0) + 1);
     total++;
-    const p = attempt(task)
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const n = (inFlight.get(task.endpoint_id) ?? 1) - 1;
+      if (n === 0) inFlight.delete(task.endpoint_id);
+      else inFlight.set(task.endpoint_id, n);
+      total--;
+      // A few milliseconds later: answers arriving together then share one claim.
+      if (started && !stopped) wake(CLAIM_GATHER_MS);
+    };
+    const p = attempt(task, release)
       .catch((err: unknown) => {
         if (errors) errors.push(err);
         else onError(err);
       })
       .finally(() => {
-        const n = (inFlight.get(task.endpoint_id) ?? 1) - 1;
-        if (n === 0) inFlight.delete(task.endpoint_id);
-        else inFlight.set(task.endpoint_id, n);
-        total--;
+        release();
         running.delete(p);
-        // A few milliseconds later: answers arriving together then share one claim.
-        if (started && !stopped) wake(CLAIM_GATHER_MS);
       });
     running.add(p);
     return p;

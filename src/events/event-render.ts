@@ -2,8 +2,19 @@
 // plugs in here: an endpoint's or request's api_version is passed along so older versions can be
 // rendered from the stored current shape.
 import { isoTime } from "../lib/list-query.ts";
-import type { EventBody, StoredEvent } from "./events.types.ts";
+import { CURRENT_API_VERSION, type EventBody, type StoredEvent } from "./events.types.ts";
 
-export function renderEvent(event: Pick<StoredEvent, "id" | "type" | "data" | "createdAt">, _apiVersion: string): EventBody {
+type Renderable = Pick<StoredEvent, "id" | "type" | "data" | "createdAt">;
+
+export function renderEvent(event: Renderable, _apiVersion: string): EventBody {
   return { id: event.id, type: event.type, createdAt: isoTime(event.createdAt), data: JSON.parse(event.data) as Record<string, unknown> };
+}
+
+/**
+ * The JSON text a webhook sends: JSON.stringify(renderEvent(…)). In the current version the stored data is
+ * already the wire shape, so it is spliced in rather than parsed and encoded again for every delivery.
+ */
+export function renderEventJson(event: Renderable, apiVersion: string): string {
+  if (apiVersion !== CURRENT_API_VERSION) return JSON.stringify(renderEvent(event, apiVersion));
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"createdAt":"${isoTime(event.createdAt)}","data":${event.data}}`;
 }
