@@ -28,7 +28,7 @@ export const DELIVERY_TIMEOUT_MS = 15 * SECOND;
 export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;
 /** Answers recorded together: the record is not on the way to the receiver, so this costs no latency. */
 const GROUP_GATHER_MS = 25;
-/** After answers, the next claim waits this long so that several slots are refilled by one claim. */
+/** A claim waits this long after answers or new events, so that several share it. */
 const CLAIM_GATHER_MS = 10;
 
 export interface DispatcherOptions {
@@ -110,7 +110,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let again = false;
   let unsubscribe: (() => void) | null = null;
 
-  let idle = true;
+  /** The last claim filled every slot it asked for: more is probably due, so claim without reading first. */
+  let busy = false;
   async function claim(limit: number): Promise<ClaimedTask[]> {
     const t = now();
     const token = randomUUID();
@@ -124,8 +125,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .orderBy("next_attempt_at")
       .limit(limit);
     if (saturated.length > 0) due = due.where("endpoint_id", "not in", saturated);
-    // When the last claim found nothing, a read first: an idle poll then never takes SQLite's write lock.
-    if (idle && (await due.executeTakeFirst()) === undefined) return [];
+    // Unless busy, a read first: a poll that finds nothing then costs one read, never a write (or a lock).
+    if (!busy && (await due.executeTakeFirst()) === undefined) return [];
     if (dialect === "postgres") due = due.forUpdate().skipLocked();
     const claimed = await db
       .updateTable("event_deliveries")
@@ -133,8 +134,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .where("id", "in", due)
       .returning("id")
       .execute();
-    idle = claimed.length === 0;
-    if (idle) return [];
+    busy = claimed.length === limit;
+    if (claimed.length === 0) return [];
     return db
       .selectFrom("event_deliveries as d")
       .leftJoin("events as e", "e.id", "d.event_id")
@@ -397,9 +398,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (errorHandler) onError = errorHandler;
       started = true;
       // An event written in this process is looked for just after its transaction commits.
-      unsubscribe = onDeliveriesQueued(() => {
+      unsubscribe = onDeliveriesQueued((endpointIds) => {
+        // For an endpoint already at its cap, the next answer from it wakes the loop anyway.
+        if (endpointIds.every((id) => (inFlight.get(id) ?? 0) >= opts.perEndpoint)) return;
         eagerUntil = performance.now() + 100;
-        wake(3);
+        // Just after the writing transaction commits; events queued together share the claim.
+        wake(CLAIM_GATHER_MS);
       });
       wake(0);
     },

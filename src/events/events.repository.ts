@@ -20,10 +20,10 @@ export interface NewEvent {
   createdAt: number;
 }
 
-const appendListeners = new Set<() => void>();
+const appendListeners = new Set<(endpointIds: readonly string[]) => void>();
 
-/** Called (in this process) after an event queued deliveries; the dispatcher uses it to look sooner. */
-export function onDeliveriesQueued(listener: () => void): () => void {
+/** Called (in this process) when deliveries were queued, with their endpoints; the dispatcher looks sooner. */
+export function onDeliveriesQueued(listener: (endpointIds: readonly string[]) => void): () => void {
   appendListeners.add(listener);
   return () => appendListeners.delete(listener);
 }
@@ -54,7 +54,7 @@ export async function queueDeliveries(
     updated_at: at,
   }));
   await tx.insertInto("event_deliveries").values(rows).execute();
-  for (const listener of appendListeners) listener();
+  for (const listener of appendListeners) listener(rows.map((r) => r.endpoint_id));
   return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
 }
 

@@ -69,7 +69,6 @@ export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<vo
     .execute();
   // Only what is still to be sent: finished deliveries leave the index, which stays small and hot.
   await db.schema.createIndex("event_deliveries_due").on("event_deliveries").column("next_attempt_at").where(sql.ref("status"), "=", "pending").execute();
-  await db.schema.createIndex("event_deliveries_event").on("event_deliveries").columns(["event_id"]).execute();
   await db.schema.createIndex("event_deliveries_created").on("event_deliveries").column("created_at").execute();
 
   await db.schema
