@@ -229,6 +229,19 @@ for (const { name: dialect, skip } of DIALECTS) {
       assert.equal(endpoint.json<{ enabled: boolean }>().enabled, true);
     });
 
+    test("an answer of any bytes (NUL, invalid UTF-8, megabytes) is recorded as a text excerpt", async () => {
+      receiver.mode = { kind: "status", status: 500, body: Buffer.concat([Buffer.from("bad\u0000answer \xff\xfe"), Buffer.alloc(2 * 1024 * 1024, 0x41)]) };
+      const { store, invoice } = await paymentSetup(h);
+      const ep = await addEndpoint(h, store.id, { url: receiver.url, types: ["invoice.completed"] });
+      expectStatus(await paid(h, store.id, invoice.id), 200);
+      assert.equal(await h.services.dispatcher.runDue(), 1);
+      const [a] = await attempts(h, store.id, ep.id);
+      assert.equal(a!.responseStatus, 500);
+      assert.ok(a!.responseExcerpt.startsWith("badanswer"), a!.responseExcerpt.slice(0, 40));
+      assert.ok(a!.responseExcerpt.length <= 1024);
+      receiver.mode = { kind: "ok" };
+    });
+
     test("after the last retry the series has failed: eight attempts in all", async () => {
       receiver.mode = { kind: "status", status: 503 };
       const { store, invoice } = await paymentSetup(h);

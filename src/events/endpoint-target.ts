@@ -70,7 +70,8 @@ export function createEndpointSender(allow: readonly string[], timeoutMs: number
             break;
           }
         }
-        const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8");
+        // Text as stored: PostgreSQL text cannot hold NUL, and a receiver's answer may contain anything.
+        const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8").replaceAll("\u0000", "");
         return { ok: true, status: response.statusCode, excerpt, durationMs: elapsed() };
       } catch (err) {
         if (signal.aborted) return { ok: false, error: `no answer within ${timeoutMs} ms`, durationMs: elapsed() };

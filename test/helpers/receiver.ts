@@ -5,7 +5,7 @@ import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { Webhook } from "standardwebhooks";
 
-export type ReceiverMode = { kind: "ok" } | { kind: "status"; status: number } | { kind: "hang" };
+export type ReceiverMode = { kind: "ok" } | { kind: "status"; status: number; body?: Buffer } | { kind: "hang" };
 
 export interface Received {
   id: string;
@@ -87,7 +87,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
           const mode = r.mode;
           if (mode.kind === "hang") return; // never answers
           res.writeHead(mode.kind === "ok" ? 200 : mode.status, { "content-type": "text/plain" });
-          res.end(mode.kind === "ok" ? "thanks" : `status ${mode.status} from the test receiver`);
+          res.end(mode.kind === "ok" ? "thanks" : (mode.body ?? `status ${mode.status} from the test receiver`));
         });
       });
       server.on("connection", (s) => {
