@@ -94,7 +94,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, dialect, box, sender, now } = deps;
   const signingNow = deps.signingNow ?? Date.now;
   const opts: DispatcherOptions = { ...DEFAULT_DISPATCHER_OPTIONS, ...deps.options };
-  let onError = deps.onError ?? ((err: unknown) => process.emitWarning(`event dispatcher: ${err instanceof Error ? err.message : String(err)}`));
+  let report = deps.onError ?? ((err: unknown) => process.emitWarning(`event dispatcher: ${err instanceof Error ? err.message : String(err)}`));
+  // While the database is unreachable every poll fails the same way: say so once a minute, not four times a second.
+  let lastReported = { message: "", at: -Infinity };
+  const onError = (err: unknown) => {
+    const message = err instanceof Error ? err.message : String(err);
+    const at = performance.now();
+    if (message === lastReported.message && at - lastReported.at < 60_000) return;
+    lastReported = { message, at };
+    report(err);
+  };
 
   const recorder = createAttemptRecorder({ db, dialect, now, schedule: opts.schedule, disableAfterFailingMs: opts.disableAfterFailingMs });
   const inFlight = new Map<string, number>(); // endpoint id -> attempts in flight
@@ -263,7 +272,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   return {
     start(errorHandler) {
       if (started) return;
-      if (errorHandler) onError = errorHandler;
+      if (errorHandler) report = errorHandler;
       started = true;
       // An event written in this process is looked for just after its transaction commits.
       unsubscribe = onDeliveriesQueued((endpointIds) => {
