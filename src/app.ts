@@ -19,6 +19,8 @@ import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
+import { EventSchema } from "./events/events.schemas.ts";
+import { eventsRoutes } from "./events/events.routes.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./plugins/webhook.routes.ts";
 import type { Services } from "./services.ts";
@@ -108,6 +110,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(CustomerInvoiceSchema);
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
+  app.addSchema(EventSchema);
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
@@ -188,6 +191,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(opsRoutes(services, state));
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(invoicesRoutes(services), { prefix: `/api/${config.apiNamespace}` });
+  await app.register(eventsRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(adminRoutes(services), { prefix: "/api/admin" });
   await app.register(webhookRoutes(services), { prefix: "/api" });
 

@@ -35,6 +35,8 @@ export interface Config {
   deliveryRetentionDays: number;
   /** Pending invoices expire this long after creation; 0 turns expiry off. */
   invoicePaymentWindowMinutes: number;
+  /** Events out (CONTRACT §9). */
+  events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
   trustProxy: boolean;
   /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
   http: HttpLimitsConfig;
@@ -136,12 +138,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
+  const list = (name: string): string[] =>
+    str(name, "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
   const poolSize = int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256);
 
-  const fetchAllow = str("PLUGIN_FETCH_ALLOW", "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
+  const fetchAllow = list("PLUGIN_FETCH_ALLOW");
   try {
     createAddressPolicy(fetchAllow); // the same parse the sandbox does: a bad entry stops start-up here
   } catch (err) {
@@ -188,6 +192,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     invoicePaymentWindowMinutes: int("INVOICE_PAYMENT_WINDOW_MINUTES", 60, 0, 525_600),
+    events: {
+      retentionDays: int("EVENT_RETENTION_DAYS", 30, 0, 3650),
+      endpointAllow: list("ENDPOINT_ALLOW"),
+      dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
+    },
     trustProxy: bool("TRUST_PROXY", false),
     http,
     plugin: {
@@ -207,6 +216,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       fetchAllow,
     },
   };
+
+  try {
+    createAddressPolicy(config.events.endpointAllow);
+  } catch (err) {
+    problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

@@ -13,6 +13,8 @@ export const errorStatus = {
   plugin_not_found: 404,
   delivery_not_found: 404,
   key_not_found: 404,
+  endpoint_not_found: 404,
+  event_not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
   invalid_transition: 409,

@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { addJsonOptions, reportCliError } from "./cli/context.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
 import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
+import { registerEventCommands } from "./cli/events.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
 import { registerSecretsCommands } from "./cli/secrets.commands.ts";
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
   registerInvoiceCommands(program);
   registerSecretsCommands(program);
+  registerEventCommands(program);
   // Every command that prints a result takes --json; `serve` prints logs, which are JSON lines already.
   addJsonOptions(program, ["serve"]);
   return program;

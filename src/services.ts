@@ -5,6 +5,11 @@ import type { Config } from "./config.ts";
 import { type Db, openDatabase } from "./db/database.ts";
 import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
+import { createEndpointSender, type EndpointSender } from "./events/endpoint-target.ts";
+import { createEndpointsRepository } from "./events/endpoints.repository.ts";
+import { createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
+import { createEventsRepository } from "./events/events.repository.ts";
+import { createEventsService, type EventsService } from "./events/events.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
@@ -36,6 +41,9 @@ export interface Services {
   plugins: PluginsService;
   deliveries: DeliveriesRepository;
   webhooks: WebhookService;
+  events: EventsService;
+  /** Sends queued events to endpoints; `serve` starts it, tests drive it with runDue(). */
+  dispatcher: Dispatcher;
   sandbox: Sandbox;
   metrics: Metrics;
   /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
@@ -55,6 +63,8 @@ export interface ServiceOptions {
   warmSandbox?: boolean;
   /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
   checkSecretsKey?: boolean;
+  /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
+  dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
 }
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
@@ -99,6 +109,27 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     storeMaxBodyBytes: config.deliveryStoreMaxBytes,
     now,
   });
+  const sender: EndpointSender = createEndpointSender(config.events.endpointAllow, options.dispatch?.timeoutMs ?? DELIVERY_TIMEOUT_MS);
+  const events = createEventsService({
+    db: db.kysely,
+    events: createEventsRepository(db.kysely),
+    endpoints: createEndpointsRepository(db.kysely),
+    box,
+    policy: sender.policy,
+    retentionDays: config.events.retentionDays,
+    now,
+  });
+  const { timeoutMs: _timeout, signingNow, ...dispatchOptions } = options.dispatch ?? {};
+  const dispatcher = createDispatcher({
+    db: db.kysely,
+    dialect: db.dialect,
+    box,
+    sender,
+    now,
+    ...(signingNow ? { signingNow } : {}),
+    // Half the slots at most for one endpoint: a slow one never takes all of them.
+    options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
+  });
   return {
     config,
     db,
@@ -109,6 +140,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     plugins,
     deliveries,
     webhooks,
+    events,
+    dispatcher,
     sandbox,
     limits: {
       authFailures: createAttemptLimiter(config.authFailureLimit),
@@ -124,6 +157,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.keyId}` : `ip:${request.ip}`),
     },
     close: async () => {
+      await dispatcher.stop();
+      await sender.close();
       await sandbox.close();
       await db.close();
     },

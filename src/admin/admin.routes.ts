@@ -9,6 +9,7 @@ import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
 import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
 import { deliveriesRoutes } from "../plugins/deliveries.routes.ts";
+import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -180,5 +181,6 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
     await app.register(pluginsAdminRoutes(services));
     await app.register(invoiceLifecycleRoutes(services));
     await app.register(deliveriesRoutes(services));
+    await app.register(endpointsAdminRoutes(services));
   };
 }

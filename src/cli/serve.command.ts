@@ -16,12 +16,16 @@ export function registerServeCommand(program: Command): void {
       const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true });
       const { buildApp } = await import("../app.ts");
       const app = await buildApp(services);
-      // Delivery retention: once at start, then hourly.
+      // Delivery and event retention: once at start, then hourly.
       const prune = () => {
         services.webhooks
           .pruneDeliveries()
           .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old deliveries"))
           .catch((err: unknown) => app.log.error({ err }, "pruning deliveries failed"));
+        services.events
+          .pruneEvents()
+          .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old events"))
+          .catch((err: unknown) => app.log.error({ err }, "pruning events failed"));
       };
       const pruneTimer = setInterval(prune, 3_600_000);
       pruneTimer.unref();
@@ -37,6 +41,7 @@ export function registerServeCommand(program: Command): void {
         app
           .close()
           .then(() => expiry?.stop())
+          .then(() => services.dispatcher.stop())
           .then(() => services.close())
           .then(() => process.exit(0))
           .catch((err: unknown) => {
@@ -67,6 +72,8 @@ export function registerServeCommand(program: Command): void {
         },
         app.log,
       );
+      // Outbound webhooks: this process claims its share of the queued events.
+      services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
 }

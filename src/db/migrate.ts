@@ -8,6 +8,7 @@ import * as m0002 from "./migrations/0002_plugins.ts";
 import * as m0003 from "./migrations/0003_child_page_order.ts";
 import * as m0004 from "./migrations/0004_covering_id_filter.ts";
 import * as m0005 from "./migrations/0005_applied_events.ts";
+import * as m0006 from "./migrations/0006_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
 
@@ -24,6 +25,7 @@ const migrations: Record<string, MigrationModule> = {
   "0003_child_page_order": m0003,
   "0004_covering_id_filter": m0004,
   "0005_applied_events": m0005,
+  "0006_events": m0006,
   "0007_key_api_version": m0007,
   "0008_operator": m0008,
 };

@@ -163,6 +163,70 @@ export interface AppliedEventsTable {
   created_at: number;
 }
 
+export interface EventSequencesTable {
+  store_id: string;
+  last_seq: number;
+}
+
+export interface EventsTable {
+  id: string;
+  store_id: string;
+  /** Per store, gap-free, in commit order. */
+  seq: number;
+  type: string;
+  /** The event's `data`, JSON text. */
+  data: string;
+  created_at: number;
+}
+
+export interface EventEndpointsTable {
+  id: string;
+  store_id: string;
+  url: string;
+  description: string;
+  /** Space-separated event types; "" means every type. */
+  types: string;
+  enabled: number;
+  disabled_reason: string | null;
+  /** Sealed JSON {current, previous?}. */
+  secrets: string;
+  previous_secret_expires_at: number | null;
+  api_version: Generated<string>;
+  failing_since: number | null;
+  last_success_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EventDeliveriesTable {
+  id: string;
+  store_id: string;
+  event_id: string;
+  endpoint_id: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  claim_token: string | null;
+  manual: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EventAttemptsTable {
+  id: string;
+  store_id: string;
+  delivery_id: string;
+  event_id: string;
+  endpoint_id: string;
+  attempt: number;
+  outcome: string;
+  response_status: number | null;
+  error: string | null;
+  response_excerpt: string;
+  duration_ms: number;
+  created_at: number;
+}
+
 export interface Database {
   stores: StoresTable;
   api_keys: ApiKeysTable;
@@ -178,4 +242,9 @@ export interface Database {
   plugin_versions: PluginVersionsTable;
   deliveries: DeliveriesTable;
   applied_events: AppliedEventsTable;
+  event_sequences: EventSequencesTable;
+  events: EventsTable;
+  event_endpoints: EventEndpointsTable;
+  event_deliveries: EventDeliveriesTable;
+  event_attempts: EventAttemptsTable;
 }

@@ -10,6 +10,7 @@ import { type Kysely, type Transaction, sql } from "kysely";
 import { durableTransaction } from "../db/durable.ts";
 import type { Database } from "../db/schema.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
+import { appendInvoiceEvent } from "../events/invoice-events.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -100,6 +101,8 @@ async function changeStatus(tx: Transaction<Database>, input: ApplyInput, now: (
   if (lines.length > 0) {
     await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
   }
+  // Every status change writes its event (CONTRACT §9) in this same transaction.
+  if (result.kind === "changed") await appendInvoiceEvent(tx, input.storeId, input.invoiceId, result.to, t);
   return result;
 }
 

@@ -1,8 +1,9 @@
 // Checkout: creates a pending invoice whose total is the sum of price × quantity, with its items, custom
-// fields and a first log line, in one transaction.
+// fields, a first log line and its invoice.created event, in one transaction.
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
+import { appendInvoiceEvent } from "../events/invoice-events.ts";
 import { newId } from "../lib/ids.ts";
 import { usdToCents } from "../lib/money.ts";
 import type { CheckoutBody, Invoice } from "./invoices.schemas.ts";
@@ -37,7 +38,7 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
 
       const id = newId("inv");
       const createdAt = now();
-      await db.transaction().execute(async (tx) => {
+      return db.transaction().execute(async (tx) => {
         let sessionId = input.sessionId;
         if (sessionId !== undefined) {
           const own = await tx
@@ -105,10 +106,8 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
             .execute();
         }
         await tx.insertInto("invoice_logs").values({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt }).execute();
+        return appendInvoiceEvent(tx, storeId, id, "pending", createdAt);
       });
-      const view = await invoices.findView(storeId, id);
-      if (!view) throw new Error(`invoice ${id} vanished after checkout`);
-      return view;
     },
   };
 }

@@ -1,7 +1,9 @@
 // The delivery log: every webhook (and replay) with its request, the plugin's result, logs and fetches,
-// and the response given. Listed newest first with the same keyset paging as the read API.
+// and the response given. Listed newest first with the same keyset paging as the read API. A plugin run
+// that failed writes its `delivery.failed` event (CONTRACT §9) in the transaction of its record.
 import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
 import type { Database, DeliveriesTable } from "../db/schema.ts";
+import { appendEvent } from "../events/events.repository.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
@@ -123,6 +125,9 @@ const isUtf8 = (buf: Buffer) => {
   }
 };
 
+/** Outcomes that are a broken plugin run, so the merchant hears of them; rejections are not. */
+const FAILED_RUN_OUTCOMES: ReadonlySet<DeliveryOutcome> = new Set(["plugin_error", "plugin_timeout"]);
+
 export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepository {
   function filtered(storeId: string, f: DeliveryFilters) {
     let q = db
@@ -137,34 +142,52 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
     return q;
   }
 
+  async function insertRow(d: DeliveryRecord, tx: Kysely<Database>): Promise<void> {
+    await tx
+      .insertInto("deliveries")
+      .values({
+        id: d.id,
+        store_id: d.storeId,
+        plugin_name: d.pluginName,
+        plugin_version: d.pluginVersion,
+        replay_of: d.replayOf,
+        method: d.method,
+        headers: JSON.stringify(d.headers),
+        query: JSON.stringify(d.query),
+        body: d.body,
+        body_bytes: d.bodyBytes,
+        outcome: d.outcome,
+        result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
+        error: d.error === null ? null : JSON.stringify(d.error),
+        logs: JSON.stringify(d.logs),
+        fetches: JSON.stringify(d.fetches),
+        invoice_id: d.invoiceId,
+        transition: d.transition,
+        duration_ms: Math.round(d.durationMs * 1000) / 1000,
+        response_status: d.responseStatus,
+        response_body: JSON.stringify(d.responseBody),
+        created_at: d.createdAt,
+      })
+      .execute();
+  }
+
+  async function insertWithEvent(d: DeliveryRecord, tx: Transaction<Database>): Promise<void> {
+    await insertRow(d, tx);
+    if (FAILED_RUN_OUTCOMES.has(d.outcome)) {
+      await appendEvent(tx, {
+        storeId: d.storeId,
+        type: "delivery.failed",
+        data: { delivery: { id: d.id, pluginName: d.pluginName, outcome: d.outcome, status: d.responseStatus, error: d.error } },
+        createdAt: d.createdAt,
+      });
+    }
+  }
+
   return {
     async insert(d, tx) {
-      await (tx ?? db)
-        .insertInto("deliveries")
-        .values({
-          id: d.id,
-          store_id: d.storeId,
-          plugin_name: d.pluginName,
-          plugin_version: d.pluginVersion,
-          replay_of: d.replayOf,
-          method: d.method,
-          headers: JSON.stringify(d.headers),
-          query: JSON.stringify(d.query),
-          body: d.body,
-          body_bytes: d.bodyBytes,
-          outcome: d.outcome,
-          result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
-          error: d.error === null ? null : JSON.stringify(d.error),
-          logs: JSON.stringify(d.logs),
-          fetches: JSON.stringify(d.fetches),
-          invoice_id: d.invoiceId,
-          transition: d.transition,
-          duration_ms: Math.round(d.durationMs * 1000) / 1000,
-          response_status: d.responseStatus,
-          response_body: JSON.stringify(d.responseBody),
-          created_at: d.createdAt,
-        })
-        .execute();
+      if (tx !== undefined) return insertWithEvent(d, tx);
+      if (!FAILED_RUN_OUTCOMES.has(d.outcome)) return insertRow(d, db);
+      await db.transaction().execute((t) => insertWithEvent(d, t));
     },
 
     async list(storeId, { limit, after, ...filters }) {

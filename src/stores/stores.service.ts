@@ -7,7 +7,7 @@ import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { versionToRemember } from "../versioning/registry.ts";
 
-export const SCOPES = ["customers:read", "invoices:read"] as const;
+export const SCOPES = ["customers:read", "invoices:read", "events:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Store {

@@ -8,7 +8,7 @@ import pg from "pg";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { createServices, type Services } from "../../src/services.ts";
+import { createServices, type ServiceOptions, type Services } from "../../src/services.ts";
 import { randomBase32 } from "../../src/lib/ids.ts";
 
 export type DialectName = "sqlite" | "postgres";
@@ -104,7 +104,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
+export async function createHarness(dialect: DialectName, env: Record<string, string> = {}, serviceOptions: Omit<ServiceOptions, "now"> = {}): Promise<Harness> {
   const database = await freshDatabase(dialect);
   const config = loadConfig({
     DATABASE_URL: database.url,
@@ -115,7 +115,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
     ...env,
   });
   const clock = createClock();
-  const services = await createServices(config, { now: clock.now });
+  const services = await createServices(config, { ...serviceOptions, now: clock.now });
   const app = await buildApp(services, { logger: false });
   await app.ready();
 

@@ -1,0 +1,99 @@
+// One events-benchmark server process: a fresh database with a store, the webhook benchmark's Stripe-style
+// plugin and N pending invoices, serving the real app with its event dispatcher running, as `serve` does.
+// With --endpoint URL the store has one endpoint subscribed to invoice.completed; with --endpoint none, none.
+//   (forked by run.ts) node bench/events/server.ts --dialect sqlite|postgres --endpoint URL|none --invoices N
+import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { buildApp } from "../../src/app.ts";
+import { loadConfig } from "../../src/config.ts";
+import { newId } from "../../src/lib/ids.ts";
+import { createServices } from "../../src/services.ts";
+import { LUA_PLUGIN, SECRET } from "../webhook/plugin.ts";
+
+const { values: args } = parseArgs({ options: { dialect: { type: "string", default: "sqlite" }, endpoint: { type: "string", default: "none" }, invoices: { type: "string", default: "0" } } });
+
+export interface EventsServerReady {
+  port: number;
+  storeId: string;
+  invoiceIds: string[];
+  secret: string | null;
+}
+
+const PG = "postgres://postgres@127.0.0.1:5432/test";
+let databaseUrl: string;
+if (args.dialect === "postgres") {
+  const schema = `bench_ev_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: PG });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  databaseUrl = `${PG}?options=-c%20search_path%3D${schema}`;
+  process.on("disconnect", () => {
+    void (async () => {
+      await services.close();
+      const c = new pg.Client({ connectionString: PG });
+      await c.connect();
+      await c.query(`drop schema ${schema} cascade`);
+      await c.end();
+      process.exit(0);
+    })();
+  });
+} else {
+  databaseUrl = `sqlite:${path.join(mkdtempSync(path.join(os.tmpdir(), "bench-events-")), "bench.db")}`;
+  process.on("disconnect", () => process.exit(0));
+}
+
+const config = loadConfig({
+  DATABASE_URL: databaseUrl,
+  SECRETS_KEY: randomBytes(32).toString("hex"),
+  LOG_LEVEL: "silent",
+  WEBHOOK_RATE_LIMIT_MAX: "1000000000",
+  RATE_LIMIT_MAX: "1000000000",
+  ENDPOINT_ALLOW: "127.0.0.1",
+});
+const services = await createServices(config, { warmSandbox: true });
+
+const store = await services.stores.createStore("bench");
+await services.plugins.install(store.id, "stripe", { source: LUA_PLUGIN, secrets: { signingSecret: SECRET } });
+const customer = await services.customers.create(store.id, { email: "bench@example.com" });
+const secret = args.endpoint === "none" ? null : (await services.events.createEndpoint(store.id, { url: args.endpoint!, types: ["invoice.completed"] })).secret;
+const invoiceIds: string[] = [];
+const total = Number(args.invoices);
+const t0 = Date.now();
+for (let i = 0; i < total; i += 500) {
+  const batch = Array.from({ length: Math.min(500, total - i) }, (_, j) => ({
+    id: newId("inv"),
+    store_id: store.id,
+    customer_id: customer.id,
+    total_cents: 4999,
+    payment_method: "stripe",
+    displayed_payment_info: "",
+    created_on_session_id: "ses_bench",
+    left_feedback: 0,
+    status: "pending",
+    discord_id: null,
+    discord_email: null,
+    created_at: t0 + i + j,
+    updated_at: t0 + i + j,
+  }));
+  await services.db.kysely.insertInto("invoices").values(batch).execute();
+  invoiceIds.push(...batch.map((b) => b.id));
+}
+
+const app = await buildApp(services, { logger: false });
+await app.listen({ port: 0, host: "127.0.0.1" });
+services.dispatcher.start((err) => process.stderr.write(`dispatch error: ${String(err)}\n`));
+const address = app.server.address();
+const ready: EventsServerReady = { port: typeof address === "object" && address ? address.port : 0, storeId: store.id, invoiceIds, secret };
+process.send!(ready);
+// CPU time of this process on request: per-request CPU is the cost measure least moved by other load.
+process.on("message", (m: { kind?: string }) => {
+  if (m.kind === "cpu") {
+    const u = process.cpuUsage();
+    process.send!({ kind: "cpu", ms: (u.user + u.system) / 1000 });
+  }
+});

@@ -1,0 +1,154 @@
+// `storefront endpoints …` and `storefront events …`: outbound webhooks on the local database, through
+// the same service as the admin API (add an endpoint, list attempts, re-send an event).
+import { InvalidArgumentError, type Command } from "commander";
+import { printJson, printTable, withServices } from "./context.ts";
+
+const types = (v: string) =>
+  v
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError("must be a whole number from 1 to 500");
+  return n;
+};
+
+export function registerEventCommands(program: Command): void {
+  const endpoints = program.command("endpoints").description("a store's outbound webhook endpoints (events out)");
+
+  endpoints
+    .command("add")
+    .description("add an endpoint; its signing secret (whsec_…) is printed once")
+    .requiredOption("--store <storeId>", "store id")
+    .requiredOption("--url <url>", "http(s) URL receiving the events")
+    .option("--types <types>", "comma-separated event types (default: all)", types)
+    .option("--description <text>", "a label")
+    .option("--disabled", "add it disabled")
+    .action(async (opts: { store: string; url: string; types?: string[]; description?: string; disabled?: boolean }) => {
+      await withServices(async (s) =>
+        printJson(
+          await s.events.createEndpoint(opts.store, {
+            url: opts.url,
+            ...(opts.types ? { types: opts.types } : {}),
+            ...(opts.description !== undefined ? { description: opts.description } : {}),
+            ...(opts.disabled ? { enabled: false } : {}),
+          }),
+        ),
+      );
+    });
+
+  endpoints
+    .command("list")
+    .description("list a store's endpoints")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (opts: { store: string }) => {
+      await withServices(async (s) => {
+        const rows = (await s.events.listEndpoints(opts.store)).map((e) => ({ ...e, types: e.types.length === 0 ? "(all)" : e.types.join(",") }));
+        printTable(rows, ["id", "url", "types", "enabled", "disabledReason", "createdAt"]);
+      });
+    });
+
+  endpoints
+    .command("update <endpointId>")
+    .description("change an endpoint; --enable turns a disabled one back on")
+    .requiredOption("--store <storeId>", "store id")
+    .option("--url <url>", "new URL")
+    .option("--types <types>", "comma-separated event types; an empty string means all", types)
+    .option("--description <text>", "a label")
+    .option("--enable", "enable it")
+    .option("--disable", "disable it")
+    .action(async (endpointId: string, opts: { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean }) => {
+      if (opts.enable && opts.disable) throw new InvalidArgumentError("give --enable or --disable, not both");
+      await withServices(async (s) =>
+        printJson(
+          await s.events.updateEndpoint(opts.store, endpointId, {
+            ...(opts.url !== undefined ? { url: opts.url } : {}),
+            ...(opts.types !== undefined ? { types: opts.types } : {}),
+            ...(opts.description !== undefined ? { description: opts.description } : {}),
+            ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
+          }),
+        ),
+      );
+    });
+
+  endpoints
+    .command("remove <endpointId>")
+    .description("remove an endpoint (what was still queued for it is cancelled)")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (endpointId: string, opts: { store: string }) => {
+      await withServices(async (s) => {
+        await s.events.removeEndpoint(opts.store, endpointId);
+        process.stdout.write(`removed ${endpointId}\n`);
+      });
+    });
+
+  endpoints
+    .command("rotate-secret <endpointId>")
+    .description("new signing secret, printed once; the old one keeps signing for 24 hours")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (endpointId: string, opts: { store: string }) => {
+      await withServices(async (s) => printJson(await s.events.rotateSecret(opts.store, endpointId)));
+    });
+
+  endpoints
+    .command("attempts <endpointId>")
+    .description("attempts made to an endpoint, newest first")
+    .requiredOption("--store <storeId>", "store id")
+    .option("--event <eventId>", "only this event's attempts")
+    .option("--limit <n>", "how many", positive, 50)
+    .action(async (endpointId: string, opts: { store: string; event?: string; limit: number }) => {
+      await withServices(async (s) => {
+        const { attempts } = await s.events.attempts(opts.store, endpointId, { limit: opts.limit, ...(opts.event ? { eventId: opts.event } : {}) });
+        printTable(
+          attempts.map((a) => ({ ...a, durationMs: Math.round(a.durationMs), detail: (a.error ?? a.responseExcerpt).replace(/\s+/g, " ").slice(0, 60) })),
+          ["createdAt", "eventId", "attempt", "outcome", "responseStatus", "durationMs", "detail"],
+        );
+      });
+    });
+
+  const events = program.command("events").description("a store's events: list them, show one, send one again");
+
+  events
+    .command("list")
+    .description("the store's events, oldest first (as the feed shows them)")
+    .requiredOption("--store <storeId>", "store id")
+    .option("--types <types>", "comma-separated event types")
+    .option("--cursor <cursor>", "continue after this position (printed at the end)")
+    .option("--limit <n>", "how many", positive, 100)
+    .action(async (opts: { store: string; types?: string[]; cursor?: string; limit: number }) => {
+      await withServices(async (s) => {
+        const page = await s.events.feed(opts.store, { limit: opts.limit, ...(opts.types ? { types: opts.types.join(",") } : {}), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
+        printTable(
+          page.events.map((e) => ({ id: e.id, type: e.type, createdAt: e.createdAt, subject: subject(e.data) })),
+          ["id", "type", "createdAt", "subject"],
+        );
+        process.stdout.write(`next cursor: ${page.nextCursor}\n`);
+      });
+    });
+
+  events
+    .command("show <eventId>")
+    .description("one event as endpoints receive it")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (eventId: string, opts: { store: string }) => {
+      await withServices(async (s) => printJson(await s.events.getEvent(opts.store, eventId)));
+    });
+
+  events
+    .command("resend <eventId>")
+    .description("send an event again (same webhook-id) to one endpoint or every subscribed one; `serve` sends it")
+    .requiredOption("--store <storeId>", "store id")
+    .option("--endpoint <endpointId>", "only this endpoint")
+    .action(async (eventId: string, opts: { store: string; endpoint?: string }) => {
+      await withServices(async (s) => printJson(await s.events.resend(opts.store, eventId, opts.endpoint)));
+    });
+}
+
+function subject(data: Record<string, unknown>): string {
+  const invoice = data.invoice as { id?: string; status?: string } | undefined;
+  if (invoice?.id) return `${invoice.id} (${invoice.status})`;
+  const delivery = data.delivery as { id?: string; pluginName?: string } | undefined;
+  return delivery?.id ? `${delivery.id} (${delivery.pluginName})` : "";
+}

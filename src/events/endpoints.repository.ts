@@ -1,0 +1,56 @@
+// Outbound webhook endpoints and the record of every attempt made to them.
+import type { Kysely, Selectable, Updateable } from "kysely";
+import type { Database, EventAttemptsTable, EventEndpointsTable } from "../db/schema.ts";
+import type { Cursor } from "../lib/list-query.ts";
+import { takePage } from "../lib/paging.ts";
+
+export type EndpointRow = Selectable<EventEndpointsTable>;
+export type AttemptRow = Selectable<EventAttemptsTable>;
+
+export interface EndpointsRepository {
+  insert(row: Omit<EndpointRow, "api_version"> & { api_version?: string }): Promise<void>;
+  list(storeId: string): Promise<EndpointRow[]>;
+  get(storeId: string, id: string): Promise<EndpointRow | null>;
+  update(storeId: string, id: string, changes: Updateable<EventEndpointsTable>): Promise<boolean>;
+  /** Deletes the endpoint and cancels what was still to be sent to it. */
+  remove(storeId: string, id: string, at: number): Promise<boolean>;
+  attempts(storeId: string, endpointId: string, options: { limit: number; after: Cursor | null; eventId?: string }): Promise<{ attempts: AttemptRow[]; next: Cursor | null }>;
+  /** Cancels the endpoint's pending deliveries (it was disabled). */
+  cancelPending(endpointId: string, at: number): Promise<void>;
+}
+
+export function createEndpointsRepository(db: Kysely<Database>): EndpointsRepository {
+  return {
+    async insert(row) {
+      await db.insertInto("event_endpoints").values(row).execute();
+    },
+    async list(storeId) {
+      return db.selectFrom("event_endpoints").selectAll().where("store_id", "=", storeId).orderBy("created_at").orderBy("id").execute();
+    },
+    async get(storeId, id) {
+      return (await db.selectFrom("event_endpoints").selectAll().where("store_id", "=", storeId).where("id", "=", id).executeTakeFirst()) ?? null;
+    },
+    async update(storeId, id, changes) {
+      const res = await db.updateTable("event_endpoints").set(changes).where("store_id", "=", storeId).where("id", "=", id).executeTakeFirst();
+      return Number(res.numUpdatedRows) === 1;
+    },
+    async remove(storeId, id, at) {
+      return db.transaction().execute(async (tx) => {
+        const res = await tx.deleteFrom("event_endpoints").where("store_id", "=", storeId).where("id", "=", id).executeTakeFirst();
+        await tx.updateTable("event_deliveries").set({ status: "cancelled", updated_at: at }).where("endpoint_id", "=", id).where("status", "=", "pending").execute();
+        return Number(res.numDeletedRows) === 1;
+      });
+    },
+    async attempts(storeId, endpointId, { limit, after, eventId }) {
+      let q = db.selectFrom("event_attempts").selectAll().where("store_id", "=", storeId).where("endpoint_id", "=", endpointId);
+      if (eventId !== undefined) q = q.where("event_id", "=", eventId);
+      if (after !== null) q = q.where((eb) => eb(eb.refTuple("created_at", "id"), "<", eb.tuple(after.createdAt, after.id)));
+      const rows = await q.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1).execute();
+      const { page, next } = takePage(rows, limit);
+      return { attempts: page, next };
+    },
+    async cancelPending(endpointId, at) {
+      await db.updateTable("event_deliveries").set({ status: "cancelled", updated_at: at }).where("endpoint_id", "=", endpointId).where("status", "=", "pending").execute();
+    },
+  };
+}

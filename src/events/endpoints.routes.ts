@@ -1,0 +1,136 @@
+// Admin API for outbound webhooks (mounted inside the admin scope, behind ADMIN_TOKEN): endpoints, their
+// secret rotation and attempts, one event's read and manual resend.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { Nullable, errorResponses } from "../lib/schemas.ts";
+import type { Services } from "../services.ts";
+import { AttemptSchema, AttemptsQuerySchema, CreatedEndpointSchema, EndpointBodySchema, EndpointPatchSchema, EndpointSchema } from "./events.schemas.ts";
+
+const StoreParams = Type.Object({ storeId: Type.String() });
+const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
+const EventParams = Type.Object({ storeId: Type.String(), eventId: Type.String() });
+
+export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const security = [{ adminToken: [] }];
+    const tags = ["events"];
+
+    app.post(
+      "/stores/:storeId/endpoints",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Add a webhook endpoint (its signing secret is shown only in this response)",
+          description: "http(s) URLs to public addresses only (ENDPOINT_ALLOW lists exceptions). `types` omitted or empty: every event type.",
+          params: StoreParams,
+          body: EndpointBodySchema,
+          response: { 201: CreatedEndpointSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await services.events.createEndpoint(request.params.storeId, request.body)),
+    );
+
+    app.get(
+      "/stores/:storeId/endpoints",
+      { schema: { tags, security, summary: "List a store's webhook endpoints", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(EndpointSchema) }), ...errorResponses(401, 404) } } },
+      async (request) => ({ data: await services.events.listEndpoints(request.params.storeId) }),
+    );
+
+    app.get(
+      "/stores/:storeId/endpoints/:endpointId",
+      { schema: { tags, security, summary: "Read a webhook endpoint", params: EndpointParams, response: { 200: EndpointSchema, ...errorResponses(401, 404) } } },
+      async (request) => services.events.getEndpoint(request.params.storeId, request.params.endpointId),
+    );
+
+    app.patch(
+      "/stores/:storeId/endpoints/:endpointId",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Change a webhook endpoint (enable it again after it was disabled)",
+          params: EndpointParams,
+          body: EndpointPatchSchema,
+          response: { 200: EndpointSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => services.events.updateEndpoint(request.params.storeId, request.params.endpointId, request.body),
+    );
+
+    app.delete(
+      "/stores/:storeId/endpoints/:endpointId",
+      { schema: { tags, security, summary: "Remove a webhook endpoint", params: EndpointParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } } },
+      async (request, reply) => {
+        await services.events.removeEndpoint(request.params.storeId, request.params.endpointId);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      "/stores/:storeId/endpoints/:endpointId/rotate-secret",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Rotate the signing secret (the old one keeps signing for 24 hours)",
+          params: EndpointParams,
+          response: { 200: Type.Object({ id: Type.String(), secret: Type.String(), previousSecretExpiresAt: Type.String() }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => services.events.rotateSecret(request.params.storeId, request.params.endpointId),
+    );
+
+    app.get(
+      "/stores/:storeId/endpoints/:endpointId/attempts",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Attempts made to a webhook endpoint, newest first",
+          params: EndpointParams,
+          querystring: AttemptsQuerySchema,
+          response: { 200: Type.Object({ data: Type.Array(AttemptSchema), pagination: Type.Object({ limit: Type.Integer(), nextCursor: Nullable(Type.String()) }) }), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const limit = request.query.limit ?? 100;
+        const { attempts, nextCursor } = await services.events.attempts(request.params.storeId, request.params.endpointId, {
+          limit,
+          ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
+          ...(request.query.eventId !== undefined ? { eventId: request.query.eventId } : {}),
+        });
+        return { data: attempts, pagination: { limit, nextCursor } };
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/events/:eventId",
+      { schema: { tags, security, summary: "Read one event", params: EventParams, response: { 200: Type.Ref("Event"), ...errorResponses(401, 404) } } },
+      async (request) => services.events.getEvent(request.params.storeId, request.params.eventId),
+    );
+
+    app.post(
+      "/stores/:storeId/events/:eventId/resend",
+      {
+        // A POST with no body at all means "to every subscribed endpoint".
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+        schema: {
+          tags,
+          security,
+          summary: "Send an event again (to one endpoint, or to every enabled endpoint that wants its type)",
+          description: "The same webhook-id as before: receivers that deduplicate by it ignore what they already have.",
+          params: EventParams,
+          body: Type.Object({ endpointId: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false, description: "Optional: an empty request is a resend to every subscribed endpoint." }),
+          response: {
+            202: Type.Object({ eventId: Type.String(), deliveries: Type.Array(Type.Object({ id: Type.String(), endpointId: Type.String() })) }),
+            ...errorResponses(400, 401, 404, 409),
+          },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await services.events.resend(request.params.storeId, request.params.eventId, request.body.endpointId)),
+    );
+  };
+}

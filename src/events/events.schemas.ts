@@ -1,0 +1,102 @@
+// Schemas of the event feed and of the endpoint administration (CONTRACT §9).
+import { Type } from "typebox";
+import { DateTime, Nullable, errorResponses } from "../lib/schemas.ts";
+import { EVENT_TYPES } from "./events.types.ts";
+
+export const EventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_…; also the webhook-id of every delivery of this event." }),
+    type: Type.String({ description: `One of ${EVENT_TYPES.join(", ")}; clients ignore types they do not know.` }),
+    createdAt: DateTime,
+    data: Type.Object({}, { additionalProperties: true, description: "`{ invoice: Invoice }` for invoice.*, `{ delivery: {…} }` for delivery.failed." }),
+  },
+  { $id: "Event" },
+);
+
+export const FeedQuerySchema = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "nextCursor of the previous page; omit to start from the oldest retained event." })),
+    types: Type.Optional(Type.String({ maxLength: 500, description: "Comma-separated event types to return." })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+export const FeedSchema = {
+  summary: "A store's events, oldest first",
+  description:
+    "Resumable: pass `pagination.nextCursor` back as `cursor`. It is returned on every page, also an empty one, so a client " +
+    "polls with it; an event that commits after a reader has passed its position is never skipped. Events are kept EVENT_RETENTION_DAYS.",
+  tags: ["read"],
+  security: [{ apiKey: [] }],
+  querystring: FeedQuerySchema,
+  response: {
+    200: Type.Object({
+      data: Type.Object({ events: Type.Array(Type.Ref("Event")) }),
+      pagination: Type.Object({ limit: Type.Integer(), nextCursor: Type.String() }),
+    }),
+    ...errorResponses(400, 401, 403, 429),
+  },
+};
+
+const EventTypeSchema = Type.String({ enum: [...EVENT_TYPES] });
+
+export const EndpointSchema = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  description: Type.String(),
+  types: Type.Array(Type.String(), { description: "Event types sent; empty means all." }),
+  enabled: Type.Boolean(),
+  disabledReason: Nullable(Type.String()),
+  apiVersion: Type.String(),
+  createdAt: DateTime,
+  updatedAt: DateTime,
+});
+
+export const CreatedEndpointSchema = Type.Object({
+  ...EndpointSchema.properties,
+  secret: Type.String({ description: "whsec_…: the signing secret, shown only here." }),
+});
+
+export const EndpointBodySchema = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    types: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 20 })),
+    enabled: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const EndpointPatchSchema = Type.Object(
+  {
+    url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+    types: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 20 })),
+    enabled: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const AttemptSchema = Type.Object({
+  id: Type.String(),
+  eventId: Type.String(),
+  endpointId: Type.String(),
+  deliveryId: Type.String(),
+  attempt: Type.Integer({ description: "1 for the first try of a delivery, 2 for its first retry, …" }),
+  outcome: Type.String({ enum: ["succeeded", "failed", "exhausted", "gone"], description: "failed: will be retried; exhausted: the last retry failed; gone: 410, endpoint disabled." }),
+  responseStatus: Nullable(Type.Integer()),
+  error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, address refused)." })),
+  responseExcerpt: Type.String({ description: "The first KiB of the answer's body." }),
+  durationMs: Type.Number(),
+  createdAt: DateTime,
+});
+
+export const AttemptsQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    eventId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false },
+);
