@@ -26,6 +26,8 @@ export interface Config {
   deliveryRetentionDays: number;
   trustProxy: boolean;
   plugin: PluginLimitsConfig;
+  /** Threads that build read API pages, each with its own database connection; 0 builds them on the main thread. */
+  readThreads: number;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +137,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     trustProxy: bool("TRUST_PROXY", false),
+    // One core is left to the thread that answers webhooks.
+    readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
     plugin: {
       poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
       cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),

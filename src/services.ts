@@ -9,6 +9,7 @@ import { createInvoicesRepository, type InvoicesRepository } from "./invoices/in
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
+import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
@@ -31,6 +32,8 @@ export interface Services {
   plugins: PluginsService;
   deliveries: DeliveriesRepository;
   webhooks: WebhookService;
+  /** Read API pages, built on reader threads (READ_THREADS). */
+  reads: ReadsService;
   sandbox: Sandbox;
   metrics: Metrics;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
@@ -77,15 +80,18 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     retentionDays: config.deliveryRetentionDays,
     now,
   });
+  const customersRepo = createCustomersRepository(db.kysely, db.dialect);
+  const reads = createReadsService({ database: config.database, threads: config.readThreads, repos: { customers: customersRepo, invoices: invoicesRepo } });
   return {
     config,
     db,
     stores: createStoresService(db.kysely, now),
-    customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
+    customers: { ...customersRepo, ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
     plugins,
     deliveries,
     webhooks,
+    reads,
     sandbox,
     metrics: createMetrics(),
     readRateLimit: {
@@ -95,6 +101,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.keyId}` : `ip:${request.ip}`),
     },
     close: async () => {
+      await reads.close();
       await sandbox.close();
       await db.close();
     },

@@ -44,7 +44,7 @@ const db = new Kysely<Database>({
     if (event.level === "query") statements.push({ sql: event.query.sql, parameters: event.query.parameters, ms: event.queryDurationMillis });
   },
 });
-const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
+const repos = { customers: createCustomersRepository(db, "sqlite"), invoices: createInvoicesRepository(db) };
 
 const f = dataset.filters;
 const window = { createdAtFrom: f.createdAtFrom, createdAtTo: f.createdAtTo };

@@ -7,6 +7,7 @@ import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
 import * as m0003 from "./migrations/0003_child_page_order.ts";
 import * as m0004 from "./migrations/0004_covering_id_filter.ts";
+import * as m0009 from "./migrations/0009_read_model.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -20,6 +21,7 @@ const migrations: Record<string, MigrationModule> = {
   "0002_plugins": m0002,
   "0003_child_page_order": m0003,
   "0004_covering_id_filter": m0004,
+  "0009_read_model": m0009,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -148,6 +148,13 @@ export interface DeliveriesTable {
   created_at: number;
 }
 
+/** The read model (migration 0009): an element of a list operation as the JSON it sends. */
+export interface ViewsTable {
+  id: string;
+  store_id: string;
+  body: string;
+}
+
 export interface Database {
   stores: StoresTable;
   api_keys: ApiKeysTable;
@@ -162,4 +169,6 @@ export interface Database {
   plugin_installations: PluginInstallationsTable;
   plugin_versions: PluginVersionsTable;
   deliveries: DeliveriesTable;
+  customer_views: ViewsTable;
+  invoice_views: ViewsTable;
 }

@@ -4,6 +4,7 @@
 // invoice at most once; a loser re-reads and answers "already applied".
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { refreshReadModel } from "../lib/read-model.ts";
 import { decideTransition, isInvoiceStatus, type PluginAction } from "./invoice-state.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
@@ -62,6 +63,7 @@ export async function applyPluginAction(db: Kysely<Database>, input: ApplyInput,
       }
       if (lines.length > 0) {
         await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
+        await refreshReadModel(tx, input.storeId, input.invoiceId);
       }
       await input.record?.(tx, result);
       return result;

@@ -1,0 +1,46 @@
+// Entry of one reader thread: its own database connection (SQLite under WAL lets readers run beside the
+// writer; PostgreSQL a small pool of its own), the list repositories, and a loop that answers each page
+// request with the page's JSON, ready to send. The main thread only checks the key and writes the bytes.
+import { parentPort, workerData } from "node:worker_threads";
+import { openDatabase } from "../db/database.ts";
+import { createCustomersRepository } from "../customers/customers.repository.ts";
+import { AppError } from "../errors.ts";
+import { createInvoicesRepository } from "../invoices/invoices.repository.ts";
+import { encodeCursor } from "../lib/list-query.ts";
+import { pageJson } from "../lib/paging.ts";
+import type { ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
+
+const init = workerData as ReaderInit;
+const port = parentPort!;
+const db = openDatabase(init.database, { poolSize: 4 });
+// This connection only reads; a write from here would be a bug.
+db.sqlite?.pragma("query_only = ON");
+const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely) };
+const encoder = new TextEncoder();
+
+port.on("message", (job: ReadJob) => {
+  void answer(job);
+});
+port.postMessage({ id: -1, ok: true, ready: true } satisfies ReadReply);
+
+async function answer(job: ReadJob): Promise<void> {
+  let reply: ReadReply;
+  try {
+    const page = await repos[job.list].listPage(job.storeId, job.query);
+    reply = { id: job.id, ok: true, json: encoder.encode(pageJson(job.list, page, job.query.limit, encodeCursor)) };
+  } catch (err) {
+    const expected = err instanceof AppError;
+    reply = {
+      id: job.id,
+      ok: false,
+      error: {
+        expected,
+        code: expected ? err.code : "internal_error",
+        message: err instanceof Error ? err.message : String(err),
+        ...(expected && err.param !== undefined ? { param: err.param } : {}),
+        ...(typeof (err as { code?: unknown }).code === "string" ? { dbCode: (err as { code: string }).code } : {}),
+      },
+    };
+  }
+  port.postMessage(reply, reply.ok ? [reply.json.buffer as ArrayBuffer] : []);
+}
