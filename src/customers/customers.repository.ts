@@ -19,7 +19,8 @@ export interface CustomerRow {
 }
 
 /** The customer rows (with their chat account) of these ids, in no particular order. */
-export function customerRows(db: Kysely<Database>, ids: string[]): Promise<CustomerRow[]> {
+export async function customerRows(db: Kysely<Database>, ids: string[]): Promise<CustomerRow[]> {
+  if (ids.length === 0) return [];
   return db
     .selectFrom("customers as c")
     .leftJoin("customer_discord_accounts as d", "d.customer_id", "c.id")

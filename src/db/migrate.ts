@@ -1,7 +1,7 @@
 // One ordered list of migrations for both dialects, applied by `storefront migrate` and at `serve` start-up.
 // Kysely's Migrator keeps the applied list in `kysely_migration` and takes a lock, so several service
 // processes starting together on one PostgreSQL apply each migration once.
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
@@ -25,8 +25,13 @@ const migrations: Record<string, MigrationModule> = {
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
+  // Kysely looks for its own tables in every schema unless told which: on a PostgreSQL database with
+  // another schema migrated by Kysely (tests in parallel, a second deployment), it would skip creating them.
+  const migrationTableSchema =
+    ctx.dialect === "postgres" ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({
     db,
+    ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
     provider: {
       getMigrations: () =>
         Promise.resolve(
