@@ -28,7 +28,9 @@ try {
 }
 
 const port = parentPort!;
-const db = openDatabase(init.database, { poolSize: 4 });
+// One PostgreSQL connection per reader: pages queue here, in this low-priority thread, rather than as
+// several busy server processes that the webhook's queries would have to share the cores with.
+const db = openDatabase(init.database, { poolSize: 1 });
 // This connection only reads; a write from here would be a bug.
 db.sqlite?.pragma("query_only = ON");
 const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely) };
