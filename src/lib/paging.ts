@@ -48,7 +48,10 @@ export function mergeStatusRanges<DB, TB extends keyof DB>(
   return db.selectFrom(union.as("u")).select(["u.id", "u.created_at"]).orderBy("u.created_at", "desc").orderBy("u.id", "desc").limit(limit + 1);
 }
 
-/** The page's stored documents, with the missing ones (stale, not yet refreshed) assembled. */
+/**
+ * The page's stored documents, with the missing ones (made stale by a write that did not refresh them)
+ * assembled. An element deleted in between is left out.
+ */
 export async function fillMissing(
   rows: readonly { id: string; body: string | null }[],
   assemble: (ids: string[]) => Promise<Map<string, string>>,
@@ -56,7 +59,10 @@ export async function fillMissing(
   const missing = rows.filter((r) => r.body === null).map((r) => r.id);
   if (missing.length === 0) return rows.map((r) => r.body!);
   const built = await assemble(missing);
-  return rows.map((r) => r.body ?? built.get(r.id)!);
+  return rows.flatMap((r) => {
+    const body = r.body ?? built.get(r.id);
+    return body === undefined ? [] : [body];
+  });
 }
 
 /** Groups rows by a key, keeping their order. */

@@ -42,7 +42,8 @@ export async function refreshInvoices(db: Executor, ids: string[]): Promise<void
 /**
  * After a write to an invoice (a transition, its log lines, checkout): its document and its customer's,
  * in the writer's transaction. On PostgreSQL the customer row is locked first, so two transactions that
- * change invoices of one customer rebuild its document one after the other, the second seeing the first.
+ * change invoices of one customer rebuild its document one after the other, the second seeing the first
+ * (each statement of a READ COMMITTED transaction sees what committed before it began).
  */
 export async function refreshReadModel(tx: Transaction<Database>, storeId: string, invoiceId: string): Promise<void> {
   const invoice = await tx.selectFrom("invoices").select(["customer_id"]).where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
@@ -60,7 +61,9 @@ export async function refreshCustomerReadModel(tx: Transaction<Database>, custom
 
 async function lockCustomer(tx: Transaction<Database>, customerId: string): Promise<void> {
   if (tx.getExecutor().adapter instanceof SqliteAdapter) return; // one writer at a time already
-  await tx.selectFrom("customers").select("id").where("id", "=", customerId).forUpdate().execute();
+  // NO KEY UPDATE: serializes refreshers of one customer, but not a checkout's foreign-key check on the
+  // customer (KEY SHARE), which a plain FOR UPDATE would wait on while that checkout waits on us.
+  await tx.selectFrom("customers").select("id").where("id", "=", customerId).forNoKeyUpdate().execute();
 }
 
 /**

@@ -10,6 +10,23 @@ import type { MigrationContext } from "../migrate.ts";
 import { rebuildReadModel } from "../../lib/read-model.ts";
 import type { Database } from "../schema.ts";
 
+/**
+ * PostgreSQL: how a row of each source table names its customer (`r` is old or new). The triggers lock
+ * that customer before deleting its documents, as the refresh does before rebuilding them: every lock on
+ * a document is then taken under its customer's lock, in one order, so concurrent writers of one
+ * customer (fifty deliveries of one event appending their log lines) queue instead of deadlocking.
+ */
+const CUSTOMER_OF: Record<string, (r: string) => string> = {
+  customers: (r) => `${r}.id`,
+  customer_discord_accounts: (r) => `${r}.customer_id`,
+  reviews: (r) => `${r}.customer_id`,
+  customer_sessions: (r) => `${r}.customer_id`,
+  invoices: (r) => `${r}.customer_id`,
+  invoice_items: (r) => `${r}.customer_id`,
+  invoice_fields: (r) => `(select customer_id from invoices where id = ${r}.invoice_id)`,
+  invoice_logs: (r) => `(select customer_id from invoices where id = ${r}.invoice_id)`,
+};
+
 /** Source table → the documents a row of it belongs to: [view table, the row's column naming the document]. */
 export const STALE_RULES: Record<string, [view: "customer_views" | "invoice_views", column: string][]> = {
   customers: [["customer_views", "id"]],
@@ -52,7 +69,9 @@ export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<vo
         await sql.raw(`create trigger ${table}_stale_${event} after ${event} on ${table} for each row begin ${body} end`).execute(db);
       }
     } else {
-      const deletes = (r: string) => rules.map(([view, column]) => `delete from ${view} where id = ${r}.${column};`).join(" ");
+      const deletes = (r: string) =>
+        `perform 1 from customers where id = ${CUSTOMER_OF[table]!(r)} for no key update; ` +
+        rules.map(([view, column]) => `delete from ${view} where id = ${r}.${column};`).join(" ");
       await sql
         .raw(
           `create function ${table}_stale() returns trigger language plpgsql as $$ begin ` +
