@@ -28,6 +28,8 @@ export interface Config {
   plugin: PluginLimitsConfig;
   /** Threads that build read API pages, each with its own database connection; 0 builds them on the main thread. */
   readThreads: number;
+  /** Linux nice value of the reader threads: 10 lets the webhook's thread run first when cores are busy. */
+  readThreadsNice: number;
 }
 
 export class ConfigError extends Error {
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     trustProxy: bool("TRUST_PROXY", false),
     // One core is left to the thread that answers webhooks.
     readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
+    readThreadsNice: int("READ_THREADS_NICE", 10, 0, 19),
     plugin: {
       poolSize: int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256),
       cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),

@@ -81,7 +81,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     now,
   });
   const customersRepo = createCustomersRepository(db.kysely, db.dialect);
-  const reads = createReadsService({ database: config.database, threads: config.readThreads, repos: { customers: customersRepo, invoices: invoicesRepo } });
+  const reads = createReadsService({ database: config.database, threads: config.readThreads, nice: config.readThreadsNice, repos: { customers: customersRepo, invoices: invoicesRepo } });
   return {
     config,
     db,

@@ -3,6 +3,7 @@
 // only passes pages along. Measured as an order of events (the webhook's answer comes before any of the
 // reads'), never as a timing bound: on a thread shared with the reads, the webhook waits for them.
 import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "./helpers/harness.ts";
 import { deliverSigned, installPlugin, SIGNED_PLUGIN } from "./helpers/webhook.ts";
@@ -99,6 +100,13 @@ for (const dialect of DIALECTS) {
       const direct = await h.services.customers.list(store.id, q);
       assert.deepStrictEqual(fromThreads.json<{ data: { customers: unknown[] } }>().data.customers, direct.customers);
       assert.equal(fromThreads.headers["content-type"], "application/json; charset=utf-8");
+    });
+
+    test("reader threads run at a lower priority (nice 10) than the thread that answers webhooks", { skip: process.platform !== "linux" }, () => {
+      const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]);
+      const nices = readdirSync("/proc/self/task").map(niceOf);
+      assert.equal(niceOf(String(process.pid)), 0, "the main thread");
+      assert.ok(nices.filter((n) => n === 10).length >= h.services.reads.threads, `threads' nice values: ${nices.join(" ")}`);
     });
 
     test("a bad query answered by a reader thread is the same 400 as on the main thread", async () => {

@@ -7,6 +7,7 @@ export type ListName = "customers" | "invoices";
 
 export interface ReaderInit {
   database: Config["database"];
+  nice: number;
 }
 
 export interface ReadJob {

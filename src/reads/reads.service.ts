@@ -24,6 +24,8 @@ export interface ReadsService {
 export interface ReadsDeps {
   database: Config["database"];
   threads: number;
+  /** Nice value of the reader threads (Linux). */
+  nice: number;
   repos: { customers: CustomersRepository; invoices: InvoicesRepository };
 }
 
@@ -36,7 +38,7 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
       close: async () => {},
     };
   }
-  const pool = new ReaderPool(deps.database, deps.threads);
+  const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
   return { threads: deps.threads, page: (list, storeId, q) => pool.run({ list, storeId, query: q }), close: () => pool.close() };
 }
 
@@ -53,12 +55,12 @@ interface Reader {
 /** A fixed set of reader threads; each request goes to the one with the fewest pages in hand. */
 class ReaderPool {
   private readonly readers: Reader[] = [];
-  private readonly database: Config["database"];
+  private readonly init: ReaderInit;
   private nextId = 0;
   private closing = false;
 
-  constructor(database: Config["database"], size: number) {
-    this.database = database;
+  constructor(init: ReaderInit, size: number) {
+    this.init = init;
     for (let i = 0; i < size; i++) this.readers.push(this.spawn());
   }
 
@@ -80,7 +82,7 @@ class ReaderPool {
   }
 
   private spawn(): Reader {
-    const worker = new Worker(WORKER_URL, { workerData: { database: this.database } satisfies ReaderInit, name: "storefront-reader" });
+    const worker = new Worker(WORKER_URL, { workerData: this.init, name: "storefront-reader" });
     // An idle reader does not keep the process alive; one with pages in hand does.
     worker.unref();
     const reader: Reader = { worker, pending: new Map() };

@@ -16,13 +16,13 @@ const init = workerData as ReaderInit;
 
 /**
  * Reader threads run at a lower scheduling priority than the process's other threads (Linux: nice is per
- * thread), so when the cores are busy the thread that answers webhooks and the sandbox's threads run first
- * and the pages wait: reads yield to payments. Elsewhere this is skipped.
+ * thread; READ_THREADS_NICE, 10 by default), so when the cores are busy the thread that answers webhooks
+ * and the sandbox's threads run first and the pages wait: reads yield to payments. Elsewhere this is
+ * skipped.
  */
-export const READER_NICE = 10;
 try {
   const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
-  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), READER_NICE));
+  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), init.nice));
 } catch {
   // not Linux, or not allowed: the reader runs at the process's priority
 }
