@@ -131,7 +131,7 @@ for (const dialect of DIALECTS) {
           const data = await insert(store.id, generated);
           const db = h.services.db.kysely;
           const documents = queries[0]!.documents;
-          if (documents !== "missing") await rebuildReadModel(db, h.dialect, store.id);
+          if (documents !== "missing") await rebuildReadModel(db, store.id);
           if (documents === "stale") {
             // Raw writes after the documents were built, as a tool outside the services would make them.
             const first = data.find((c) => c.invoices.length > 0);

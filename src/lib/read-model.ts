@@ -71,7 +71,7 @@ async function lockCustomer(tx: Transaction<Database>, customerId: string): Prom
  * of invoices in id order: the migration's backfill and the end of a seed. About 1 ms per customer with
  * its five invoices.
  */
-export async function rebuildReadModel(db: Kysely<Database>, _dialect: "sqlite" | "postgres", storeId?: string, onProgress?: (done: number) => void): Promise<void> {
+export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, onProgress?: (done: number) => void): Promise<void> {
   let done = 0;
   for (const table of ["customers", "invoices"] as const) {
     let after = "";

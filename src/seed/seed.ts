@@ -112,7 +112,7 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<SeedResul
     .where("store_id", "=", storeId)
     .executeTakeFirstOrThrow();
   const documents = Number(invoices.n) + (await countCustomers(db, storeId));
-  await rebuildReadModel(db.kysely, db.dialect, storeId, (done) => {
+  await rebuildReadModel(db.kysely, storeId, (done) => {
     if (done % 10_000 < 500 || done === documents) options.onProgress?.({ phase: "documents", done, total: documents });
   });
   return { storeId, storeName, createdStore, seed: options.seed, customers: options.customers, rows, from, until, ms: performance.now() - started };

@@ -85,7 +85,7 @@ export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<vo
   }
 
   // Existing data gets its documents now (about 1 ms per customer with its invoices).
-  await rebuildReadModel(db as unknown as Kysely<Database>, ctx.dialect);
+  await rebuildReadModel(db as unknown as Kysely<Database>);
   if (ctx.dialect === "sqlite") {
     await sql`pragma analysis_limit = 1000`.execute(db);
     for (const index of ["invoices_status_page", "invoices_customer_status", "customers_email"]) await sql`analyze ${sql.id(index)}`.execute(db);
