@@ -225,6 +225,11 @@ for (const dialect of DIALECTS) {
       ["customers?status=Completed", "status"],
       ["invoices?email=alice@example.com", "email"],
       ["customers?email=", "email"],
+      // PostgreSQL text cannot hold NUL: such a value matches nothing and must not reach the database.
+      ["customers?email=a%00b@example.com", "email"],
+      ["invoices?id=inv_%00", "id"],
+      ["customers?id=%00", "id"],
+      [`invoices?cursor=${Buffer.from(JSON.stringify([1, "inv_\u0000"])).toString("base64url")}`, "cursor"],
     ] as const) {
       test(`${path} is 400 invalid_request naming ${param}`, async () => {
         const r = await h.get(`/api/service/${path}`, f.a.key);

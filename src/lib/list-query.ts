@@ -93,7 +93,8 @@ export function decodeCursor(text: string): Cursor | null {
       Number.isSafeInteger(value[0]) &&
       typeof value[1] === "string" &&
       value[1].length > 0 &&
-      value[1].length <= 200
+      value[1].length <= 200 &&
+      !value[1].includes("\0")
     ) {
       return { createdAt: value[0] as number, id: value[1] };
     }
@@ -125,6 +126,10 @@ export function parseListQuery(q: ListQueryInput): ListQuery {
   const id = q.id === undefined ? null : q.id;
   if (id !== null && (id.length === 0 || id.length > 200)) {
     throw new AppError("invalid_request", "id must be 1 to 200 characters", { param: "id" });
+  }
+  // No identifier or address holds NUL, and PostgreSQL refuses it in text: a 400, not a failed query.
+  for (const [param, value] of [["id", id], ["email", q.email ?? null]] as const) {
+    if (value !== null && value.includes("\0")) throw new AppError("invalid_request", `${param} must not contain NUL characters`, { param });
   }
   let statuses: string[] | null = null;
   if (q.status !== undefined) {
