@@ -41,6 +41,10 @@ export interface Config {
   /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
   http: HttpLimitsConfig;
   plugin: PluginLimitsConfig;
+  /** Threads that build read API pages, each with its own database connection; 0 builds them on the main thread. */
+  readThreads: number;
+  /** Linux nice value of the reader threads: 10 lets the webhook's thread run first when cores are busy. */
+  readThreadsNice: number;
 }
 
 export interface HttpLimitsConfig {
@@ -199,6 +203,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     trustProxy: bool("TRUST_PROXY", false),
     http,
+    // One core is left to the thread that answers webhooks.
+    readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
+    readThreadsNice: int("READ_THREADS_NICE", 10, 0, 19),
     plugin: {
       poolSize,
       // One store's runs occupy at most this many workers; the rest stay free for other stores.

@@ -16,6 +16,7 @@ import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
 import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
+import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
@@ -44,6 +45,8 @@ export interface Services {
   events: EventsService;
   /** Sends queued events to endpoints; `serve` starts it, tests drive it with runDue(). */
   dispatcher: Dispatcher;
+  /** Read API pages, built on reader threads (READ_THREADS). */
+  reads: ReadsService;
   sandbox: Sandbox;
   metrics: Metrics;
   /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
@@ -130,11 +133,13 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
+  const customersRepo = createCustomersRepository(db.kysely, db.dialect);
+  const reads = createReadsService({ database: config.database, threads: config.readThreads, nice: config.readThreadsNice, repos: { customers: customersRepo, invoices: invoicesRepo } });
   return {
     config,
     db,
     stores: createStoresService(db.kysely, now),
-    customers: { ...createCustomersRepository(db.kysely), ...createCustomersService(db.kysely, now) },
+    customers: { ...customersRepo, ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
     invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
     plugins,
@@ -142,6 +147,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     webhooks,
     events,
     dispatcher,
+    reads,
     sandbox,
     limits: {
       authFailures: createAttemptLimiter(config.authFailureLimit),
@@ -159,6 +165,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     close: async () => {
       await dispatcher.stop();
       await sender.close();
+      await reads.close();
       await sandbox.close();
       await db.close();
     },

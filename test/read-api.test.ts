@@ -189,6 +189,80 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test("invoices status filter: one status, several comma-separated, paged across them in order", async () => {
+      assert.deepEqual(ids((await invoices("?status=completed")).data.invoices), [f.inv3.id, f.inv1.id]);
+      assert.deepEqual(ids((await invoices("?status=pending")).data.invoices), [f.inv2.id]);
+      assert.deepEqual(ids((await invoices("?status=refunded")).data.invoices), []);
+      assert.deepEqual(ids((await invoices("?status=pending,completed")).data.invoices), [f.inv3.id, f.inv2.id, f.inv1.id]);
+      assert.deepEqual(ids((await invoices("?status=completed&id=var-ebook")).data.invoices), [f.inv1.id], "with id");
+      assert.deepEqual(ids((await invoices("?status=completed&createdAtTo=2023-06-30")).data.invoices), [f.inv1.id], "with a window");
+      const seen: unknown[] = [];
+      let cursor = "";
+      for (let guard = 0; guard < 10; guard++) {
+        const page = await invoices(`?status=completed,pending&limit=1${cursor}`);
+        seen.push(...ids(page.data.invoices));
+        if (page.pagination.nextCursor === null) break;
+        cursor = `&cursor=${page.pagination.nextCursor}`;
+      }
+      assert.deepEqual(seen, [f.inv3.id, f.inv2.id, f.inv1.id], "one per page, newest first");
+    });
+
+    test("customers status filter keeps customers with at least one invoice in it; email matches ignoring case", async () => {
+      assert.deepEqual(ids((await customers("?status=pending")).data.customers), [f.alice]);
+      assert.deepEqual(ids((await customers("?status=completed")).data.customers), [f.bob, f.alice]);
+      assert.deepEqual(ids((await customers("?status=refunded,cancelled")).data.customers), []);
+      assert.deepEqual(ids((await customers("?email=ALICE@Example.COM")).data.customers), [f.alice]);
+      assert.deepEqual(ids((await customers("?email=alice")).data.customers), [], "exact, not a prefix");
+      assert.deepEqual(ids((await customers("?email=eve@example.com")).data.customers), [], "another store's customer");
+      assert.deepEqual(ids((await customers("?email=bob@example.com&status=pending")).data.customers), [], "both filters apply");
+      assert.deepEqual(ids((await customers("?email=alice@example.com&status=pending,completed")).data.customers), [f.alice]);
+    });
+
+    for (const [path, param] of [
+      ["invoices?status=paid", "status"],
+      ["invoices?status=", "status"],
+      ["invoices?status=completed,,pending", "status"],
+      ["customers?status=Completed", "status"],
+      ["invoices?email=alice@example.com", "email"],
+      ["customers?email=", "email"],
+      // PostgreSQL text cannot hold NUL: such a value matches nothing and must not reach the database.
+      ["customers?email=a%00b@example.com", "email"],
+      ["invoices?id=inv_%00", "id"],
+      ["customers?id=%00", "id"],
+      [`invoices?cursor=${Buffer.from(JSON.stringify([1, "inv_\u0000"])).toString("base64url")}`, "cursor"],
+    ] as const) {
+      test(`${path} is 400 invalid_request naming ${param}`, async () => {
+        const r = await h.get(`/api/service/${path}`, f.a.key);
+        expectStatus(r, 400);
+        const err = r.json<{ error: Json }>().error;
+        assert.equal(err.code, "invalid_request");
+        assert.equal(err.param, param);
+      });
+    }
+
+    test("read model: checkout stores the documents, a raw write deletes them, and the page is right either way", async () => {
+      const db = h.services.db.kysely;
+      const c = await h.store("C");
+      const dave = (await h.customer(c.id, { email: "dave@example.com" })).id;
+      const inv = await h.checkout(c.id, { customerId: dave, paymentMethod: "stripe", items: [{ productVariantId: "var-d", quantity: 1, price: 3 }] });
+      const stored = async () => ({
+        customer: (await db.selectFrom("customer_views").select("body").where("id", "=", dave).executeTakeFirst())?.body,
+        invoice: (await db.selectFrom("invoice_views").select("body").where("id", "=", inv.id).executeTakeFirst())?.body,
+      });
+      const before = await stored();
+      assert.ok(before.customer && before.invoice, "checkout wrote both documents in its transaction");
+      const listed = (await invoices(`?id=${inv.id}`, c.key)).data.invoices[0];
+      assert.deepEqual(JSON.parse(before.invoice), listed, "the stored document is the listed invoice");
+
+      await db.updateTable("invoices").set({ status: "completed" }).where("id", "=", inv.id).execute();
+      const after = await stored();
+      assert.equal(after.invoice, undefined, "the trigger deleted the invoice's document");
+      assert.equal(after.customer, undefined, "and its customer's, whose figures depend on it");
+      const dave2 = (await customers("?id=" + dave, c.key)).data.customers[0]!;
+      assert.equal(dave2.totalOrders, 1, "assembled from the source tables");
+      assert.equal((await invoices(`?id=${inv.id}`, c.key)).data.invoices[0]!.status, "completed");
+    });
+
     test("date bounds are inclusive, accept offsets, and a bare date covers its whole UTC day", async () => {
       assert.deepEqual(ids((await invoices("?createdAtFrom=2023-06-20T08:00:00.000Z&createdAtTo=2023-06-25T08:00:00Z")).data.invoices), [f.inv2.id, f.inv1.id]);
       assert.deepEqual(ids((await invoices("?createdAtFrom=2023-06-20T08:00:00.001Z")).data.invoices), [f.inv3.id, f.inv2.id]);

@@ -100,7 +100,7 @@ export async function ensureDataset(dialect: BenchDialect, customers: number, lo
         const now = performance.now();
         if (now - lastLine < 10_000 && p.done !== p.total) return;
         lastLine = now;
-        log(`  ${p.phase}: ${p.done.toLocaleString("en-US")} / ${p.total.toLocaleString("en-US")}${p.phase === "load" ? ` rows (${p.table} done)` : " customers"}`);
+        log(`  ${p.phase}: ${p.done.toLocaleString("en-US")} / ${p.total.toLocaleString("en-US")}${p.phase === "load" ? ` rows (${p.table} done)` : p.phase === "documents" ? " documents" : " customers"}`);
       },
     });
     const seconds = result.ms / 1000;

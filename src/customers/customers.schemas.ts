@@ -1,7 +1,7 @@
 // The customer shapes of spec 2.1–2.3. Order figures are derived from the customer's completed invoices.
 import { Type, type Static } from "typebox";
 import { DateTime, ListQuerySchema, Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
-import { DiscordAccountSchema } from "../invoices/invoices.schemas.ts";
+import { DiscordAccountSchema, StatusQuerySchema } from "../invoices/invoices.schemas.ts";
 
 export const ReviewSchema = Type.Object({
   id: Type.String(),
@@ -38,14 +38,31 @@ export const CustomerSchema = Type.Object(
 
 export type Customer = Static<typeof CustomerSchema>;
 
+export const ListCustomersQuerySchema = Type.Object(
+  {
+    ...ListQuerySchema.properties,
+    status: Type.Optional(
+      Type.String({
+        ...StatusQuerySchema,
+        description: "Customers with at least one invoice in this status (or in any of several, comma-separated).",
+      }),
+    ),
+    email: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 320, description: "Exact e-mail, case-insensitive (ASCII letters).", examples: ["alice@example.com"] }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ListCustomersSchema = {
   summary: "List a store's customers",
   description:
     "Newest first (createdAt, then id, descending). `id` matches exactly the customer's id, its chat account's discordId, " +
-    "the id of any of its invoices, the productId of any of its reviews, or the productVariantId or couponId of any item of its invoices.",
+    "the id of any of its invoices, the productId of any of its reviews, or the productVariantId or couponId of any item of its invoices. " +
+    "`status` keeps customers with at least one invoice in that status; `email` matches the e-mail exactly, ignoring case.",
   tags: ["read"],
   security: [{ apiKey: [] }],
-  querystring: ListQuerySchema,
+  querystring: ListCustomersQuerySchema,
   response: {
     200: Type.Object({ data: Type.Object({ customers: Type.Array(Type.Ref("Customer")) }), pagination: PaginationSchema }),
     ...errorResponses(400, 401, 403, 429),

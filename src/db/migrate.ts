@@ -11,6 +11,7 @@ import * as m0005 from "./migrations/0005_applied_events.ts";
 import * as m0006 from "./migrations/0006_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
+import * as m0009 from "./migrations/0009_read_model.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -28,6 +29,7 @@ const migrations: Record<string, MigrationModule> = {
   "0006_events": m0006,
   "0007_key_api_version": m0007,
   "0008_operator": m0008,
+  "0009_read_model": m0009,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -227,6 +227,13 @@ export interface EventAttemptsTable {
   created_at: number;
 }
 
+/** The read model (migration 0009): an element of a list operation as the JSON it sends. */
+export interface ViewsTable {
+  id: string;
+  store_id: string;
+  body: string;
+}
+
 export interface Database {
   stores: StoresTable;
   api_keys: ApiKeysTable;
@@ -247,4 +254,6 @@ export interface Database {
   event_endpoints: EventEndpointsTable;
   event_deliveries: EventDeliveriesTable;
   event_attempts: EventAttemptsTable;
+  customer_views: ViewsTable;
+  invoice_views: ViewsTable;
 }

@@ -11,6 +11,7 @@ import { durableTransaction } from "../db/durable.ts";
 import type { Database } from "../db/schema.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
 import { appendInvoiceEvent } from "../events/invoice-events.ts";
+import { refreshReadModel } from "../lib/read-model.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -101,6 +102,8 @@ async function changeStatus(tx: Transaction<Database>, input: ApplyInput, now: (
   if (lines.length > 0) {
     await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
   }
+  // The read model's document of this invoice (and its customer) follows in the same transaction.
+  if (lines.length > 0) await refreshReadModel(tx, input.storeId, input.invoiceId);
   // Every status change writes its event (CONTRACT §9) in this same transaction.
   if (result.kind === "changed") await appendInvoiceEvent(tx, input.storeId, input.invoiceId, result.to, t);
   return result;

@@ -1,10 +1,12 @@
-// Reads invoices as the API shows them. A page costs a fixed number of queries whatever its size:
-// one for the invoices, one each for their fields, items and logs.
+// Reads invoices as the API shows them. A page is one query: the page's ids from the page index (or, with
+// filters, from their indexes), joined to the read model's stored JSON (src/lib/read-model.ts). An invoice
+// whose document is missing (a write that did not refresh it) is assembled from the source tables, three
+// more queries for those invoices only.
 import type { Kysely, Selectable } from "kysely";
 import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { groupBy, takePage, windowConditions } from "../lib/paging.ts";
+import { type Page, fillMissing, groupBy, mergeStatusRanges, takePage, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -22,54 +24,66 @@ export function toCustomerInvoice(row: InvoiceRow): CustomerInvoice {
   };
 }
 
+/** Invoices as the list shows them, from their source rows: one query each for fields, items and logs. */
+export async function assembleInvoices(db: Kysely<Database>, rows: InvoiceRow[]): Promise<Invoice[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  const [fields, items, logs] = await Promise.all([
+    db.selectFrom("invoice_fields").select(["invoice_id", "key", "value", "type"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("position").execute(),
+    db
+      .selectFrom("invoice_items")
+      .select(["invoice_id", "product_variant_id", "quantity", "price_cents", "coupon_id"])
+      .where("invoice_id", "in", ids)
+      .orderBy("invoice_id")
+      .orderBy("position")
+      .execute(),
+    db.selectFrom("invoice_logs").select(["invoice_id", "log", "type", "created_at"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("id").execute(),
+  ]);
+  const fieldsBy = groupBy(fields, (f) => f.invoice_id);
+  const itemsBy = groupBy(items, (i) => i.invoice_id);
+  const logsBy = groupBy(logs, (l) => l.invoice_id);
+  return rows.map((row) => ({
+    ...toCustomerInvoice(row),
+    customerId: row.customer_id,
+    discordAccount: row.discord_id === null ? null : { discordId: row.discord_id, email: row.discord_email ?? "" },
+    invoiceFields: (fieldsBy.get(row.id) ?? []).map((f) => ({ key: f.key, value: f.value, type: f.type })),
+    invoiceItems: (itemsBy.get(row.id) ?? []).map((i) => ({
+      productVariantId: i.product_variant_id,
+      quantity: i.quantity,
+      price: centsToUsd(i.price_cents),
+      couponId: i.coupon_id,
+    })),
+    invoiceLogs: (logsBy.get(row.id) ?? []).map((l) => ({ log: l.log, type: l.type, createdAt: isoTime(l.created_at) })),
+  }));
+}
+
 export interface InvoicesRepository {
+  /** A page as JSON texts of its elements, in order, ready to send. */
+  listPage(storeId: string, q: ListQuery): Promise<Page>;
+  /** The page as objects (the command line, tests). */
   list(storeId: string, q: ListQuery): Promise<{ invoices: Invoice[]; next: Cursor | null }>;
   /** One invoice of this store as the list shows it, or null (also when it belongs to another store). */
   findView(storeId: string, invoiceId: string): Promise<Invoice | null>;
 }
 
 export function createInvoicesRepository(db: Kysely<Database>): InvoicesRepository {
-  async function assemble(rows: InvoiceRow[]): Promise<Invoice[]> {
-    if (rows.length === 0) return [];
-    const ids = rows.map((r) => r.id);
-    const [fields, items, logs] = await Promise.all([
-      db.selectFrom("invoice_fields").select(["invoice_id", "key", "value", "type"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("position").execute(),
-      db
-        .selectFrom("invoice_items")
-        .select(["invoice_id", "product_variant_id", "quantity", "price_cents", "coupon_id"])
-        .where("invoice_id", "in", ids)
-        .orderBy("invoice_id")
-        .orderBy("position")
-        .execute(),
-      db.selectFrom("invoice_logs").select(["invoice_id", "log", "type", "created_at"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("id").execute(),
-    ]);
-    const fieldsBy = groupBy(fields, (f) => f.invoice_id);
-    const itemsBy = groupBy(items, (i) => i.invoice_id);
-    const logsBy = groupBy(logs, (l) => l.invoice_id);
-    return rows.map((row) => ({
-      ...toCustomerInvoice(row),
-      customerId: row.customer_id,
-      discordAccount: row.discord_id === null ? null : { discordId: row.discord_id, email: row.discord_email ?? "" },
-      invoiceFields: (fieldsBy.get(row.id) ?? []).map((f) => ({ key: f.key, value: f.value, type: f.type })),
-      invoiceItems: (itemsBy.get(row.id) ?? []).map((i) => ({
-        productVariantId: i.product_variant_id,
-        quantity: i.quantity,
-        price: centsToUsd(i.price_cents),
-        couponId: i.coupon_id,
-      })),
-      invoiceLogs: (logsBy.get(row.id) ?? []).map((l) => ({ log: l.log, type: l.type, createdAt: isoTime(l.created_at) })),
-    }));
+  /** Missing documents, assembled from the source tables. */
+  async function assembleByIds(ids: string[]): Promise<Map<string, string>> {
+    const rows = await db.selectFrom("invoices").selectAll().where("id", "in", ids).execute();
+    const views = await assembleInvoices(db, rows);
+    return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
   }
 
-  return {
-    async list(storeId, q) {
-      // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
-      // candidates), then the rows of those ids only.
-      let pageIds = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
+  async function listPage(storeId: string, q: ListQuery): Promise<Page> {
+    // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
+    // candidates; with `status`, from the status index), then the documents of those ids only.
+    const pageIdsOf = (status: string | null) => {
+      let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
+      if (status !== null) ids = ids.where("p.status", "=", status);
       if (q.id !== null) {
         const id = q.id;
         // Each branch is one index lookup; the union is the (usually small) candidate set.
-        pageIds = pageIds.where("p.id", "in", (eb) =>
+        ids = ids.where("p.id", "in", (eb) =>
           eb
             .selectFrom("invoices as i1")
             .select("i1.id")
@@ -82,23 +96,37 @@ export function createInvoicesRepository(db: Kysely<Database>): InvoicesReposito
             .unionAll(eb.selectFrom("invoice_items as t2").select("t2.invoice_id as id").where("t2.store_id", "=", storeId).where("t2.coupon_id", "=", id)),
         );
       }
-      for (const cond of windowConditions("p", q)) pageIds = pageIds.where(cond);
-      pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
-      const rows = await db
-        .selectFrom(pageIds.as("pg"))
-        .innerJoin("invoices", "invoices.id", "pg.id")
-        .selectAll("invoices")
-        .orderBy("invoices.created_at", "desc")
-        .orderBy("invoices.id", "desc")
-        .execute();
-      const { page, next } = takePage(rows, q.limit);
-      return { invoices: await assemble(page), next };
+      for (const cond of windowConditions("p", q)) ids = ids.where(cond);
+      return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    };
+    // Several statuses: one ordered range of (store, status, created_at, id) per status, each cut at the
+    // page size, merged: at most statuses × (limit + 1) index entries whatever the store's size.
+    const pageIds = q.statuses === null ? pageIdsOf(null) : mergeStatusRanges(db, q.statuses.map(pageIdsOf), q.limit);
+    const rows = await db
+      .selectFrom(pageIds.as("pg"))
+      .leftJoin("invoice_views as v", "v.id", "pg.id")
+      .select(["pg.id", "pg.created_at", "v.body"])
+      .orderBy("pg.created_at", "desc")
+      .orderBy("pg.id", "desc")
+      .execute();
+    const { page, next } = takePage(rows, q.limit);
+    return { bodies: await fillMissing(page, assembleByIds), next };
+  }
+
+  return {
+    listPage,
+
+    async list(storeId, q) {
+      const { bodies, next } = await listPage(storeId, q);
+      return { invoices: bodies.map((b) => JSON.parse(b) as Invoice), next };
     },
 
     async findView(storeId, invoiceId) {
+      const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
+      if (stored) return JSON.parse(stored.body) as Invoice;
       const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
       if (!row) return null;
-      const [view] = await assemble([row]);
+      const [view] = await assembleInvoices(db, [row]);
       return view ?? null;
     },
   };

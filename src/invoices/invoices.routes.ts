@@ -1,7 +1,8 @@
 // GET /api/{namespace}/invoices: a thin adapter from HTTP to the invoices repository.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply } from "fastify";
 import { authenticatedStoreId, requireApiKey } from "../auth/api-key.hook.ts";
-import { encodeCursor, parseListQuery } from "../lib/list-query.ts";
+import { parseListQuery } from "../lib/list-query.ts";
 import type { Services } from "../services.ts";
 import { ListInvoicesSchema } from "./invoices.schemas.ts";
 
@@ -14,10 +15,13 @@ export function invoicesRoutes(services: Services): FastifyPluginAsyncTypebox {
         onRequest: requireApiKey(services.stores, "invoices:read"),
         config: { rateLimit: services.readRateLimit },
       },
-      async (request) => {
+      async (request, reply) => {
         const q = parseListQuery(request.query);
-        const { invoices, next } = await services.invoices.list(authenticatedStoreId(request), q);
-        return { data: { invoices }, pagination: { limit: q.limit, nextCursor: next === null ? null : encodeCursor(next) } };
+        // The page arrives as ready JSON (stored documents joined), built off this thread when reader
+        // threads are on; the response schema documents it and is not run again.
+        const page = await services.reads.page("invoices", authenticatedStoreId(request), q);
+        // Typed as the schema's object; what goes out is its JSON, already serialized.
+        return (reply as FastifyReply).type("application/json; charset=utf-8").send(page);
       },
     );
   };

@@ -1,9 +1,9 @@
 // The invoice shapes of spec 2.4 and 2.5. Every field is always present; absent objects and scalars are null.
 import { Type, type Static } from "typebox";
 import { DateTime, ListQuerySchema, Nullable, PaginationSchema, errorResponses } from "../lib/schemas.ts";
+import { INVOICE_STATUSES, type InvoiceStatus } from "./invoice-statuses.ts";
 
-export const INVOICE_STATUSES = ["pending", "completed", "disputed", "refunded", "expired", "cancelled"] as const;
-export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+export { INVOICE_STATUSES, type InvoiceStatus };
 
 export const DiscordAccountSchema = Type.Object({ discordId: Type.String(), email: Type.String() });
 
@@ -44,14 +44,31 @@ export const InvoiceSchema = Type.Object(
 export type CustomerInvoice = Static<typeof CustomerInvoiceSchema>;
 export type Invoice = Static<typeof InvoiceSchema>;
 
+export const StatusQuerySchema = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: "^[a-z]+(,[a-z]+)*$",
+  description: `Invoice status, or several comma-separated (any of them): ${INVOICE_STATUSES.join(", ")}.`,
+  examples: ["completed", "pending,expired"],
+});
+
+export const ListInvoicesQuerySchema = Type.Object(
+  {
+    ...ListQuerySchema.properties,
+    status: Type.Optional(StatusQuerySchema),
+  },
+  { additionalProperties: false },
+);
+
 export const ListInvoicesSchema = {
   summary: "List a store's invoices",
   description:
     "Newest first (createdAt, then id, descending). `id` matches exactly the invoice's id, customerId, createdOnSessionId, " +
-    "discordAccount.discordId, or the productVariantId or couponId of any of its items.",
+    "discordAccount.discordId, or the productVariantId or couponId of any of its items. `status` keeps the invoices in that status " +
+    "(or any of several, comma-separated).",
   tags: ["read"],
   security: [{ apiKey: [] }],
-  querystring: ListQuerySchema,
+  querystring: ListInvoicesQuerySchema,
   response: {
     200: Type.Object({ data: Type.Object({ invoices: Type.Array(Type.Ref("Invoice")) }), pagination: PaginationSchema }),
     ...errorResponses(400, 401, 403, 429),

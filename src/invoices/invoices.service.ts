@@ -5,6 +5,7 @@ import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { appendInvoiceEvent } from "../events/invoice-events.ts";
 import { newId } from "../lib/ids.ts";
+import { refreshReadModel } from "../lib/read-model.ts";
 import { usdToCents } from "../lib/money.ts";
 import type { CheckoutBody, Invoice } from "./invoices.schemas.ts";
 import type { InvoicesRepository } from "./invoices.repository.ts";
@@ -106,6 +107,7 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
             .execute();
         }
         await tx.insertInto("invoice_logs").values({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt }).execute();
+        await refreshReadModel(tx, storeId, id);
         return appendInvoiceEvent(tx, storeId, id, "pending", createdAt);
       });
     },

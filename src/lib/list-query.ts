@@ -1,6 +1,8 @@
 // Parsing of the list operations' shared query: strict ISO 8601 dates (a bare date covers its whole UTC
-// day), the page size, and the opaque cursor. Every failure names the parameter at fault.
+// day), the page size, the opaque cursor, the status and e-mail filters. Every failure names the parameter
+// at fault.
 import { AppError } from "../errors.ts";
+import { INVOICE_STATUSES } from "../invoices/invoice-statuses.ts";
 
 export interface ListQueryInput {
   id?: string;
@@ -8,6 +10,10 @@ export interface ListQueryInput {
   createdAtTo?: string;
   limit?: number;
   cursor?: string;
+  /** One status or several, comma-separated. */
+  status?: string;
+  /** Customers only. */
+  email?: string;
 }
 
 export interface Cursor {
@@ -22,6 +28,10 @@ export interface ListQuery {
   to: number | null;
   limit: number;
   after: Cursor | null;
+  /** Invoice statuses, distinct, in the order given; null for any. */
+  statuses: string[] | null;
+  /** The e-mail with ASCII letters folded to lower case (the filter is case-insensitive); null for any. */
+  email: string | null;
 }
 
 export const DEFAULT_LIMIT = 100;
@@ -117,8 +127,26 @@ export function parseListQuery(q: ListQueryInput): ListQuery {
   if (id !== null && (id.length === 0 || id.length > 200)) {
     throw new AppError("invalid_request", "id must be 1 to 200 characters", { param: "id" });
   }
-  return { id, from, to, limit: q.limit ?? DEFAULT_LIMIT, after };
+  // No identifier or address holds NUL, and PostgreSQL refuses it in text: a 400, not a failed query.
+  for (const [param, value] of [["id", id], ["email", q.email ?? null]] as const) {
+    if (value !== null && value.includes("\0")) throw new AppError("invalid_request", `${param} must not contain NUL characters`, { param });
+  }
+  let statuses: string[] | null = null;
+  if (q.status !== undefined) {
+    statuses = [...new Set(q.status.split(",").map((s) => s.trim()))];
+    const unknown = statuses.find((s) => !(INVOICE_STATUSES as readonly string[]).includes(s));
+    if (unknown !== undefined) {
+      throw new AppError("invalid_request", `status must be one or more of ${INVOICE_STATUSES.join(", ")}, comma-separated; got "${unknown.slice(0, 64)}"`, {
+        param: "status",
+      });
+    }
+  }
+  const email = q.email === undefined ? null : foldAscii(q.email);
+  return { id, from, to, limit: q.limit ?? DEFAULT_LIMIT, after, statuses, email };
 }
+
+/** Lower-cases ASCII letters only, as SQLite's lower() and PostgreSQL's lower() under "C" do. */
+export const foldAscii = (text: string): string => text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
 
 function badDate(param: string, value: string): AppError {
   return new AppError(

@@ -10,6 +10,7 @@ import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError, type ErrorCode, errorBody } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
+import { refreshReadModel } from "../lib/read-model.ts";
 import { applyPluginAction, type TransitionResult } from "../invoices/invoice-transitions.ts";
 import type { InvoicesRepository } from "../invoices/invoices.repository.ts";
 import type { FetchRecord, LogLine, PluginResult, RunOutcome, Sandbox } from "../sandbox/index.ts";
@@ -259,6 +260,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         const own = await tx.selectFrom("invoices").select("id").where("id", "=", invoiceId).where("store_id", "=", d.input.storeId).executeTakeFirst();
         if (own) {
           await tx.insertInto("invoice_logs").values(traces.logs.map((l) => ({ invoice_id: invoiceId, log: l.description, type: l.type, created_at: d.receivedAt }))).execute();
+          await refreshReadModel(tx, d.input.storeId, invoiceId);
           attached = true;
         }
       }

@@ -1,9 +1,10 @@
 // Seeding: fills a store with realistic, reproducible data — from a 200-customer demo to millions of
 // customers for benchmarks. The same seed gives the same store id (for a new store), ids and data.
-// Customers' order figures are derived at read time, so there is nothing to precompute.
+// Last, the read model: every customer's and invoice's document, built by the same code as every write's.
 import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "../db/db-errors.ts";
 import { AppError } from "../errors.ts";
+import { rebuildReadModel } from "../lib/read-model.ts";
 import type { Services } from "../services.ts";
 import { Prng } from "./prng.ts";
 import { generateCustomer } from "./seed.generator.ts";
@@ -33,9 +34,13 @@ export interface SeedOptions {
 
 /**
  * "generate": `done` of `total` customers generated (and staged, on SQLite); "load": `done` of `total` rows
- * moved into the store's tables (SQLite), `table` the last one completed.
+ * moved into the store's tables (SQLite), `table` the last one completed; "documents": `done` of `total`
+ * customers and invoices given their read-model document.
  */
-export type SeedProgress = { phase: "generate"; done: number; total: number } | { phase: "load"; done: number; total: number; table: string };
+export type SeedProgress =
+  | { phase: "generate"; done: number; total: number }
+  | { phase: "load"; done: number; total: number; table: string }
+  | { phase: "documents"; done: number; total: number };
 
 export interface SeedResult {
   storeId: string;
@@ -101,7 +106,25 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<SeedResul
     }
     throw err;
   }
+  const invoices = await db.kysely
+    .selectFrom("invoices")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("store_id", "=", storeId)
+    .executeTakeFirstOrThrow();
+  const documents = Number(invoices.n) + (await countCustomers(db, storeId));
+  await rebuildReadModel(db.kysely, storeId, (done) => {
+    if (done % 10_000 < 500 || done === documents) options.onProgress?.({ phase: "documents", done, total: documents });
+  });
   return { storeId, storeName, createdStore, seed: options.seed, customers: options.customers, rows, from, until, ms: performance.now() - started };
+}
+
+async function countCustomers(db: Db, storeId: string): Promise<number> {
+  const r = await db.kysely
+    .selectFrom("customers")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("store_id", "=", storeId)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }
 
 export interface SeedWithKeyResult extends SeedResult {

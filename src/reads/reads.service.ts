@@ -1,0 +1,116 @@
+// The list operations' pages, built off the thread that accepts and answers webhooks (issue 12.1, decision
+// 0003). Reader threads each hold their own database connection and answer with the page's JSON bytes;
+// the main thread passes the request in and the bytes out. With no threads (READ_THREADS=0, or an
+// in-memory SQLite database that other connections cannot see) the same code runs on the main thread.
+import { Worker } from "node:worker_threads";
+import type { Config } from "../config.ts";
+import type { CustomersRepository } from "../customers/customers.repository.ts";
+import { AppError } from "../errors.ts";
+import type { InvoicesRepository } from "../invoices/invoices.repository.ts";
+import { type ListQuery, encodeCursor } from "../lib/list-query.ts";
+import { pageJson } from "../lib/paging.ts";
+import type { ListName, ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
+
+const WORKER_URL = new URL("./reads.worker.ts", import.meta.url);
+
+export interface ReadsService {
+  /** The page as the list operation sends it: JSON text or its UTF-8 bytes. */
+  page(list: ListName, storeId: string, q: ListQuery): Promise<string | Buffer>;
+  /** Reader threads running (0 when pages are built on this thread). */
+  readonly threads: number;
+  close(): Promise<void>;
+}
+
+export interface ReadsDeps {
+  database: Config["database"];
+  threads: number;
+  /** Nice value of the reader threads (Linux). */
+  nice: number;
+  repos: { customers: CustomersRepository; invoices: InvoicesRepository };
+}
+
+export function createReadsService(deps: ReadsDeps): ReadsService {
+  const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
+  if (deps.threads === 0 || inMemory) {
+    return {
+      threads: 0,
+      page: async (list, storeId, q) => pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor),
+      close: async () => {},
+    };
+  }
+  const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
+  return { threads: deps.threads, page: (list, storeId, q) => pool.run({ list, storeId, query: q }), close: () => pool.close() };
+}
+
+interface Pending {
+  resolve: (json: Buffer) => void;
+  reject: (err: Error) => void;
+}
+
+interface Reader {
+  worker: Worker;
+  pending: Map<number, Pending>;
+}
+
+/** A fixed set of reader threads; each request goes to the one with the fewest pages in hand. */
+class ReaderPool {
+  private readonly readers: Reader[] = [];
+  private readonly init: ReaderInit;
+  private nextId = 0;
+  private closing = false;
+
+  constructor(init: ReaderInit, size: number) {
+    this.init = init;
+    for (let i = 0; i < size; i++) this.readers.push(this.spawn());
+  }
+
+  run(job: Omit<ReadJob, "id">): Promise<Buffer> {
+    if (this.closing) return Promise.reject(new AppError("service_unavailable", "The service is shutting down"));
+    let reader = this.readers[0]!;
+    for (const r of this.readers) if (r.pending.size < reader.pending.size) reader = r;
+    const id = this.nextId++;
+    return new Promise<Buffer>((resolve, reject) => {
+      reader.pending.set(id, { resolve, reject });
+      if (reader.pending.size === 1) reader.worker.ref();
+      reader.worker.postMessage({ ...job, id } satisfies ReadJob);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.readers.map((r) => r.worker.terminate()));
+  }
+
+  private spawn(): Reader {
+    const worker = new Worker(WORKER_URL, { workerData: this.init, name: "storefront-reader" });
+    // An idle reader does not keep the process alive; one with pages in hand does.
+    worker.unref();
+    const reader: Reader = { worker, pending: new Map() };
+    worker.on("message", (reply: ReadReply) => {
+      if ("ready" in reply) return;
+      const p = reader.pending.get(reply.id);
+      if (!p) return;
+      reader.pending.delete(reply.id);
+      if (reader.pending.size === 0) worker.unref();
+      if (reply.ok) p.resolve(Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength));
+      else p.reject(toError(reply.error));
+    });
+    const fail = (why: string) => {
+      const index = this.readers.indexOf(reader);
+      for (const p of reader.pending.values()) p.reject(new Error(`reader thread: ${why}`));
+      reader.pending.clear();
+      // A reader that died is replaced, unless the pool is closing.
+      if (index >= 0 && !this.closing) this.readers[index] = this.spawn();
+    };
+    worker.on("error", (err) => fail(err.message));
+    worker.on("exit", (code) => fail(`exited with code ${code}`));
+    return reader;
+  }
+}
+
+function toError(e: Extract<ReadReply, { ok: false }>["error"]): Error {
+  if (e.expected) return new AppError(e.code, e.message, e.param === undefined ? {} : { param: e.param });
+  const err = new Error(e.message) as Error & { code?: string };
+  if (e.dbCode !== undefined) err.code = e.dbCode;
+  return err;
+}

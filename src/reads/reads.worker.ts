@@ -1,0 +1,66 @@
+// Entry of one reader thread: its own database connection (SQLite under WAL lets readers run beside the
+// writer; PostgreSQL a small pool of its own), the list repositories, and a loop that answers each page
+// request with the page's JSON, ready to send. The main thread only checks the key and writes the bytes.
+import { readlinkSync } from "node:fs";
+import os from "node:os";
+import { parentPort, workerData } from "node:worker_threads";
+import { openDatabase } from "../db/database.ts";
+import { createCustomersRepository } from "../customers/customers.repository.ts";
+import { AppError } from "../errors.ts";
+import { createInvoicesRepository } from "../invoices/invoices.repository.ts";
+import { encodeCursor } from "../lib/list-query.ts";
+import { pageJson } from "../lib/paging.ts";
+import type { ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
+
+const init = workerData as ReaderInit;
+
+/**
+ * Reader threads run at a lower scheduling priority than the process's other threads (Linux: nice is per
+ * thread; READ_THREADS_NICE, 10 by default), so when the cores are busy the thread that answers webhooks
+ * and the sandbox's threads run first and the pages wait: reads yield to payments. Elsewhere this is
+ * skipped.
+ */
+try {
+  const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), init.nice));
+} catch {
+  // not Linux, or not allowed: the reader runs at the process's priority
+}
+
+const port = parentPort!;
+// One PostgreSQL connection per reader: pages queue here, in this low-priority thread, rather than as
+// several busy server processes that the webhook's queries would have to share the cores with.
+const db = openDatabase(init.database, { poolSize: 1 });
+// This connection only reads; a write from here would be a bug.
+db.sqlite?.pragma("query_only = ON");
+const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely) };
+
+port.on("message", (job: ReadJob) => {
+  void answer(job);
+});
+port.postMessage({ id: -1, ok: true, ready: true } satisfies ReadReply);
+
+async function answer(job: ReadJob): Promise<void> {
+  let reply: Exclude<ReadReply, { ready: true }>;
+  try {
+    const page = await repos[job.list].listPage(job.storeId, job.query);
+    reply = { id: job.id, ok: true, json: Buffer.from(pageJson(job.list, page, job.query.limit, encodeCursor)) };
+  } catch (err) {
+    const expected = err instanceof AppError;
+    reply = {
+      id: job.id,
+      ok: false,
+      error: {
+        expected,
+        code: expected ? err.code : "internal_error",
+        message: err instanceof Error ? err.message : String(err),
+        ...(expected && err.param !== undefined ? { param: err.param } : {}),
+        ...(typeof (err as { code?: unknown }).code === "string" ? { dbCode: (err as { code: string }).code } : {}),
+      },
+    };
+  }
+  // A large page's bytes have their own memory and move to the main thread without a copy; a small one
+  // may sit in Buffer's shared pool, which must not be moved, and is copied.
+  const own = "json" in reply && reply.json.byteOffset === 0 && reply.json.byteLength === reply.json.buffer.byteLength;
+  port.postMessage(reply, own ? [(reply as { json: Uint8Array }).json.buffer as ArrayBuffer] : []);
+}
