@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { RETRY_SCHEDULE_MS } from "../src/events/event-dispatcher.ts";
+import { registerVersion } from "../src/versioning/registry.ts";
 import { createHarness, DIALECTS, expectStatus, type Harness } from "./helpers/harness.ts";
 import { startReceiver, type Receiver } from "./helpers/receiver.ts";
 import { deliver, deliverSigned, installPlugin, invoiceView, paymentSetup } from "./helpers/webhook.ts";
@@ -188,6 +189,46 @@ for (const { name: dialect, skip } of DIALECTS) {
         [1, "succeeded", 200, "thanks"],
       ]);
       assert.equal(await h.services.dispatcher.runDue(), 0, "nothing is sent twice");
+    });
+
+    test("an endpoint remembers the API version it was created under, and its events are rendered and labelled in it", async () => {
+      // A test-only older version in which an invoice's totalInUsd was called total.
+      const unregister = registerVersion({
+        version: "2026-06-01",
+        summary: "test only: an invoice's totalInUsd was total",
+        transformEvent(event) {
+          const invoice = event.data.invoice as Record<string, unknown> | undefined;
+          if (invoice !== undefined) {
+            invoice.total = invoice.totalInUsd;
+            delete invoice.totalInUsd;
+          }
+          return event;
+        },
+      });
+      try {
+        receiver.received.length = 0;
+        receiver.mode = { kind: "ok" };
+        const { store, invoice } = await paymentSetup(h);
+        const old = await addEndpoint(h, store.id, { url: receiver.url, types: ["invoice.completed"], version: "2026-06-01" });
+        const current = await addEndpoint(h, store.id, { url: receiver.url, types: ["invoice.completed"] });
+        assert.equal((old as unknown as { apiVersion: string }).apiVersion, "2026-06-01");
+        assert.equal((current as unknown as { apiVersion: string }).apiVersion, "2026-11-23", "the current version, remembered");
+        expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/endpoints`, { url: receiver.url, version: "1999-01-01" }), 400);
+        expectStatus(await paid(h, store.id, invoice.id), 200);
+        assert.equal(await h.services.dispatcher.runDue(), 2);
+        const byVersion = new Map(receiver.received.map((m) => [m.version, JSON.parse(m.body) as Ev]));
+        const oldInvoice = byVersion.get("2026-06-01")!.data.invoice as Record<string, unknown>;
+        const newInvoice = byVersion.get("2026-11-23")!.data.invoice as Record<string, unknown>;
+        assert.equal(oldInvoice.total, newInvoice.totalInUsd, "renamed for the endpoint pinned to the older version");
+        assert.ok(!("totalInUsd" in oldInvoice));
+        assert.deepEqual(receiver.verifiedWith(old.secret).length, 1, "the rendered body is what was signed");
+        // Moved to the current version by the admin API.
+        const moved = await h.app.inject({ method: "PATCH", url: `/api/admin/stores/${store.id}/endpoints/${old.id}`, headers: { authorization: "Bearer test-admin-token-0123456789" }, payload: { version: "2026-11-23" } });
+        expectStatus(moved, 200);
+        assert.equal(moved.json<{ apiVersion: string }>().apiVersion, "2026-11-23");
+      } finally {
+        unregister();
+      }
     });
 
     test("receiver down, then 500, then hanging, then back: retried on the schedule with the same webhook-id", async () => {

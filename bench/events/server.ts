@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
-import { newId } from "../../src/lib/ids.ts";
+import { seedPendingInvoices } from "../lib/pending-invoices.ts";
 import { createServices } from "../../src/services.ts";
 import { LUA_PLUGIN, SECRET } from "../webhook/plugin.ts";
 
@@ -59,30 +59,8 @@ const services = await createServices(config, { warmSandbox: true });
 
 const store = await services.stores.createStore("bench");
 await services.plugins.install(store.id, "stripe", { source: LUA_PLUGIN, secrets: { signingSecret: SECRET } });
-const customer = await services.customers.create(store.id, { email: "bench@example.com" });
 const secret = args.endpoint === "none" ? null : (await services.events.createEndpoint(store.id, { url: args.endpoint!, types: ["invoice.completed"] })).secret;
-const invoiceIds: string[] = [];
-const total = Number(args.invoices);
-const t0 = Date.now();
-for (let i = 0; i < total; i += 500) {
-  const batch = Array.from({ length: Math.min(500, total - i) }, (_, j) => ({
-    id: newId("inv"),
-    store_id: store.id,
-    customer_id: customer.id,
-    total_cents: 4999,
-    payment_method: "stripe",
-    displayed_payment_info: "",
-    created_on_session_id: "ses_bench",
-    left_feedback: 0,
-    status: "pending",
-    discord_id: null,
-    discord_email: null,
-    created_at: t0 + i + j,
-    updated_at: t0 + i + j,
-  }));
-  await services.db.kysely.insertInto("invoices").values(batch).execute();
-  invoiceIds.push(...batch.map((b) => b.id));
-}
+const invoiceIds = await seedPendingInvoices(services, store.id, Number(args.invoices));
 
 const app = await buildApp(services, { logger: false });
 await app.listen({ port: 0, host: "127.0.0.1" });

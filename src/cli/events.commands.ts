@@ -1,7 +1,7 @@
 // `storefront endpoints …` and `storefront events …`: outbound webhooks on the local database, through
 // the same service as the admin API (add an endpoint, list attempts, re-send an event).
 import { InvalidArgumentError, type Command } from "commander";
-import { printJson, printTable, withServices } from "./context.ts";
+import { emitList, type JsonOption, printJson, printTable, withServices } from "./context.ts";
 
 const types = (v: string) =>
   v
@@ -26,7 +26,8 @@ export function registerEventCommands(program: Command): void {
     .option("--types <types>", "comma-separated event types (default: all)", types)
     .option("--description <text>", "a label")
     .option("--disabled", "add it disabled")
-    .action(async (opts: { store: string; url: string; types?: string[]; description?: string; disabled?: boolean }) => {
+    .option("--api-version <version>", "the API version its events are rendered in (default: the current one)")
+    .action(async (opts: { store: string; url: string; types?: string[]; description?: string; disabled?: boolean; apiVersion?: string }) => {
       await withServices(async (s) =>
         printJson(
           await s.events.createEndpoint(opts.store, {
@@ -34,6 +35,7 @@ export function registerEventCommands(program: Command): void {
             ...(opts.types ? { types: opts.types } : {}),
             ...(opts.description !== undefined ? { description: opts.description } : {}),
             ...(opts.disabled ? { enabled: false } : {}),
+            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
           }),
         ),
       );
@@ -43,11 +45,13 @@ export function registerEventCommands(program: Command): void {
     .command("list")
     .description("list a store's endpoints")
     .requiredOption("--store <storeId>", "store id")
-    .action(async (opts: { store: string }) => {
-      await withServices(async (s) => {
-        const rows = (await s.events.listEndpoints(opts.store)).map((e) => ({ ...e, types: e.types.length === 0 ? "(all)" : e.types.join(",") }));
-        printTable(rows, ["id", "url", "types", "enabled", "disabledReason", "createdAt"]);
-      });
+    .action(async (opts: JsonOption & { store: string }) => {
+      await withServices(async (s) =>
+        emitList(opts, await s.events.listEndpoints(opts.store), ["id", "url", "types", "enabled", "apiVersion", "disabledReason", "createdAt"], (e) => ({
+          ...e,
+          types: e.types.length === 0 ? "(all)" : e.types.join(","),
+        })),
+      );
     });
 
   endpoints
@@ -59,7 +63,8 @@ export function registerEventCommands(program: Command): void {
     .option("--description <text>", "a label")
     .option("--enable", "enable it")
     .option("--disable", "disable it")
-    .action(async (endpointId: string, opts: { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean }) => {
+    .option("--api-version <version>", "render its events in this API version from now on")
+    .action(async (endpointId: string, opts: { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean; apiVersion?: string }) => {
       if (opts.enable && opts.disable) throw new InvalidArgumentError("give --enable or --disable, not both");
       await withServices(async (s) =>
         printJson(
@@ -68,6 +73,7 @@ export function registerEventCommands(program: Command): void {
             ...(opts.types !== undefined ? { types: opts.types } : {}),
             ...(opts.description !== undefined ? { description: opts.description } : {}),
             ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
+            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
           }),
         ),
       );

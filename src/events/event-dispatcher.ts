@@ -15,6 +15,7 @@ import type { EndpointSender } from "./endpoint-target.ts";
 import { renderEventJson } from "./event-render.ts";
 import { onDeliveriesQueued } from "./events.repository.ts";
 import { CURRENT_API_VERSION } from "./events.types.ts";
+import { versionForStored } from "../versioning/registry.ts";
 import { openEndpointSecrets } from "./events.service.ts";
 import { webhookHeaders } from "./webhook-signing.ts";
 
@@ -195,7 +196,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const valid = [secrets.current];
     if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
     const body = renderEventJson({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? CURRENT_API_VERSION);
-    const result = await sender.send(task.p_url, webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), body);
+    // The receiver learns which shape it got, as an API client does from the response header.
+    const headers = { ...webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), "storefront-version": versionForStored(task.p_api_version ?? CURRENT_API_VERSION).version };
+    const result = await sender.send(task.p_url, headers, body);
     sent();
     await recorder.record(task, result);
   }

@@ -64,6 +64,7 @@ export const EndpointBodySchema = Type.Object(
     types: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 20 })),
     enabled: Type.Optional(Type.Boolean()),
     description: Type.Optional(Type.String({ maxLength: 500 })),
+    version: Type.Optional(Type.String({ description: "The API version its events are rendered in (storefront-version); default: the current one, remembered.", examples: ["2026-11-23"] })),
   },
   { additionalProperties: false },
 );
@@ -74,6 +75,7 @@ export const EndpointPatchSchema = Type.Object(
     types: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 20 })),
     enabled: Type.Optional(Type.Boolean()),
     description: Type.Optional(Type.String({ maxLength: 500 })),
+    version: Type.Optional(Type.String({ description: "The API version its events are rendered in (storefront-version); default: the current one, remembered.", examples: ["2026-11-23"] })),
   },
   { additionalProperties: false },
 );

@@ -49,6 +49,8 @@ export interface EndpointInput {
   types?: string[];
   enabled?: boolean;
   description?: string;
+  /** The API version its events are rendered in; default the current one. */
+  version?: string;
 }
 
 /** The signing secrets of an endpoint, sealed at rest. */
@@ -178,7 +180,7 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
         disabled_reason: input.enabled === false ? "disabled by the merchant" : null,
         secrets: box.seal({ current: secret }),
         previous_secret_expires_at: null,
-        api_version: versionToRemember(undefined),
+        api_version: versionToRemember(input.version),
         failing_since: null,
         last_success_at: null,
         created_at: t,
@@ -207,6 +209,7 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
       }
       if (input.types !== undefined) changes.types = parseTypes(input.types, "types");
       if (input.description !== undefined) changes.description = input.description;
+      if (input.version !== undefined) changes.api_version = versionToRemember(input.version);
       if (input.enabled !== undefined && input.enabled !== (current.enabled === 1)) {
         changes.enabled = input.enabled ? 1 : 0;
         changes.disabled_reason = input.enabled ? null : "disabled by the merchant";

@@ -12,6 +12,8 @@ export interface Received {
   timestamp: string;
   signature: string;
   contentType: string;
+  /** The storefront-version header: the API version the event is rendered in. */
+  version: string | undefined;
   body: string;
   at: number;
 }
@@ -76,6 +78,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
             timestamp: String(req.headers["webhook-timestamp"]),
             signature: String(req.headers["webhook-signature"]),
             contentType: String(req.headers["content-type"]),
+            version: req.headers["storefront-version"] as string | undefined,
             body: Buffer.concat(chunks).toString("utf8"),
             at: Date.now(),
           });
