@@ -3,13 +3,10 @@
 // With --endpoint URL the store has one endpoint subscribed to invoice.completed; with --endpoint none, none.
 //   (forked by run.ts) node bench/events/server.ts --dialect sqlite|postgres --endpoint URL|none --invoices N
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
+import { benchDatabase } from "../lib/bench-database.ts";
 import { seedPendingInvoices } from "../lib/pending-invoices.ts";
 import { createServices } from "../../src/services.ts";
 import { LUA_PLUGIN, SECRET } from "../webhook/plugin.ts";
@@ -23,29 +20,15 @@ export interface EventsServerReady {
   secret: string | null;
 }
 
-const PG = "postgres://postgres@127.0.0.1:5432/test";
-let databaseUrl: string;
-if (args.dialect === "postgres") {
-  const schema = `bench_ev_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: PG });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
-  databaseUrl = `${PG}?options=-c%20search_path%3D${schema}`;
-  process.on("disconnect", () => {
-    void (async () => {
-      await services.close();
-      const c = new pg.Client({ connectionString: PG });
-      await c.connect();
-      await c.query(`drop schema ${schema} cascade`);
-      await c.end();
-      process.exit(0);
-    })();
-  });
-} else {
-  databaseUrl = `sqlite:${path.join(mkdtempSync(path.join(os.tmpdir(), "bench-events-")), "bench.db")}`;
-  process.on("disconnect", () => process.exit(0));
-}
+const database = await benchDatabase(args.dialect!, "ev");
+const databaseUrl = database.url;
+process.on("disconnect", () => {
+  void (async () => {
+    await services.close();
+    await database.drop();
+    process.exit(0);
+  })();
+});
 
 const config = loadConfig({
   DATABASE_URL: databaseUrl,

@@ -2,15 +2,12 @@
 // invoices, serving the real app. `--mode ts` swaps the sandbox for the plain-TypeScript plugin.
 //   (forked by run.ts) node bench/webhook/server.ts --dialect sqlite|postgres --mode lua|ts --invoices N
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createWebhookService } from "../../src/plugins/webhook.service.ts";
 import { createServices } from "../../src/services.ts";
+import { benchDatabase } from "../lib/bench-database.ts";
 import { seedPendingInvoices } from "../lib/pending-invoices.ts";
 import { LUA_PLUGIN, SECRET, plainTypeScriptSandbox } from "./plugin.ts";
 
@@ -22,27 +19,14 @@ export interface WebhookServerReady {
   invoiceIds: string[];
 }
 
-let databaseUrl: string;
-if (args.dialect === "postgres") {
-  const schema = `bench_wh_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
-  databaseUrl = `postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D${schema}`;
-  process.on("disconnect", () => {
-    void (async () => {
-      const c = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
-      await c.connect();
-      await c.query(`drop schema ${schema} cascade`);
-      await c.end();
-      process.exit(0);
-    })();
-  });
-} else {
-  databaseUrl = `sqlite:${path.join(mkdtempSync(path.join(os.tmpdir(), "bench-webhook-")), "bench.db")}`;
-  process.on("disconnect", () => process.exit(0));
-}
+const database = await benchDatabase(args.dialect!, "wh");
+const databaseUrl = database.url;
+process.on("disconnect", () => {
+  void (async () => {
+    await database.drop();
+    process.exit(0);
+  })();
+});
 
 const config = loadConfig({
   DATABASE_URL: databaseUrl,
