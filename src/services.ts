@@ -130,6 +130,11 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     sender,
     now,
     ...(signingNow ? { signingNow } : {}),
+    onAttempt: (result, createdAt) => {
+      const delivered = result.ok && result.status >= 200 && result.status < 300;
+      metrics.eventAttempts.inc({ result: delivered ? "delivered" : result.ok ? "rejected" : "failed" });
+      if (delivered) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
+    },
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });

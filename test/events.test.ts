@@ -189,6 +189,9 @@ for (const { name: dialect, skip } of DIALECTS) {
         [1, "succeeded", 200, "thanks"],
       ]);
       assert.equal(await h.services.dispatcher.runDue(), 0, "nothing is sent twice");
+      const metrics = (await h.app.inject({ method: "GET", url: "/metrics" })).body;
+      assert.match(metrics, /storefront_event_attempts_total\{result="delivered"\} [2-9]/, "attempts are counted by result, no ids as labels");
+      assert.match(metrics, /storefront_event_delivery_lag_seconds_count [2-9]/);
     });
 
     test("an endpoint remembers the API version it was created under, and its events are rendered and labelled in it", async () => {

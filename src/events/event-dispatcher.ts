@@ -11,7 +11,7 @@ import type { Database } from "../db/schema.ts";
 import type { Dialect } from "../db/database.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import { type AttemptedTask, createAttemptRecorder } from "./attempt-recorder.ts";
-import type { EndpointSender } from "./endpoint-target.ts";
+import type { EndpointSender, SendResult } from "./endpoint-target.ts";
 import { renderEventJson } from "./event-render.ts";
 import { onDeliveriesQueued } from "./events.repository.ts";
 import { CURRENT_API_VERSION } from "./events.types.ts";
@@ -62,6 +62,8 @@ export interface DispatcherDeps {
   signingNow?: () => number;
   options?: Partial<DispatcherOptions>;
   onError?: (err: unknown) => void;
+  /** Told of every attempt's result (metrics), with the event's creation time. */
+  onAttempt?: (result: SendResult, eventCreatedAt: number) => void;
 }
 
 export interface Dispatcher {
@@ -200,6 +202,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const headers = { ...webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), "storefront-version": versionForStored(task.p_api_version ?? CURRENT_API_VERSION).version };
     const result = await sender.send(task.p_url, headers, body);
     sent();
+    deps.onAttempt?.(result, Number(task.e_created_at));
     await recorder.record(task, result);
   }
 

@@ -17,11 +17,10 @@ export interface Metrics {
   sandboxQueueWait: Histogram;
   /** Webhook responses (POST /api/paymentPlugins) by HTTP status, rate-limited and invalid requests included. */
   webhookResponses: Counter<"status">;
-  // Outbound events (CONTRACT §9) get their metrics here, beside the others, when the dispatcher lands:
-  //   storefront_event_attempts_total{result="delivered"|"failed"|"timeout"}  counter
-  //   storefront_event_delivery_lag_seconds                                   histogram, event creation → delivered
-  //   storefront_event_endpoints_disabled_total                               counter
-  // Same rule: no endpoint or store ids as labels.
+  /** Outbound webhook attempts (CONTRACT §9) by result: delivered (2xx), rejected (another status), failed (no answer). */
+  eventAttempts: Counter<"result">;
+  /** From an event's commit to its delivery to an endpoint (first 2xx): how far behind the merchant's systems are. */
+  eventDeliveryLag: Histogram;
 }
 
 export interface MetricSources {
@@ -101,6 +100,18 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       name: "storefront_webhook_responses_total",
       help: "Webhook responses by HTTP status code (200 applied or ignored, 401 rejected, 404, 409, 429, 5xx plugin failures).",
       labelNames: ["status"],
+      registers,
+    }),
+    eventAttempts: new Counter({
+      name: "storefront_event_attempts_total",
+      help: "Outbound webhook attempts by result: delivered (2xx), rejected (any other status), failed (timeout, network error, refused address).",
+      labelNames: ["result"],
+      registers,
+    }),
+    eventDeliveryLag: new Histogram({
+      name: "storefront_event_delivery_lag_seconds",
+      help: "Time from an event's commit to its successful delivery to an endpoint (retries included).",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 1800, 7200, 36000, 172800],
       registers,
     }),
   };
