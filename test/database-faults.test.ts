@@ -117,9 +117,10 @@ describe("PostgreSQL connections terminated under load", { skip: pgSkip }, () =>
       const invoice = (await created.json()) as { id: string };
       const paid = await retried(() => webhook({ type: "paid", id: "evt_after", invoiceId: invoice.id }));
       assert.equal(paid.status, 200, await paid.text());
-      const list = (await (await fetch(`${server.url}/api/service/invoices?id=${invoice.id}`, { headers: { authorization: key } })).json()) as { data: { invoices: { status: string }[] } };
+      const listed = await retried(() => fetch(`${server.url}/api/service/invoices?id=${invoice.id}`, { headers: { authorization: key } }));
+      const list = (await listed.json()) as { data: { invoices: { status: string }[] } };
       assert.equal(list.data.invoices[0]?.status, "completed");
-      assert.equal((await fetch(`${server.url}/readyz`)).status, 200);
+      assert.equal((await retried(() => fetch(`${server.url}/readyz`))).status, 200);
     } finally {
       running = false;
       await killer.end();
