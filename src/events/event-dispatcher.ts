@@ -75,13 +75,8 @@ export interface Dispatcher {
   runDue(): Promise<number>;
 }
 
+/** A claimed delivery with what sending it needs: its event and its endpoint (p_*), read in the claim. */
 interface ClaimedTask extends AttemptedTask {
-  id: string;
-  store_id: string;
-  claim_token: string | null;
-  event_id: string;
-  endpoint_id: string;
-  attempts: number;
   manual: number;
   e_type: string | null;
   e_data: string | null;
