@@ -87,7 +87,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const db = openDatabase(config.database);
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
-  const invoicesRepo = createInvoicesRepository(db.kysely);
+  const invoicesRepo = createInvoicesRepository(db.kysely, db.dialect);
   const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
   const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);

@@ -14,7 +14,8 @@ import { createCustomersRepository } from "../../src/customers/customers.reposit
 import type { Database } from "../../src/db/schema.ts";
 import { withStatementCache } from "../../src/db/statement-cache.ts";
 import { createInvoicesRepository } from "../../src/invoices/invoices.repository.ts";
-import { parseListQuery } from "../../src/lib/list-query.ts";
+import { encodeCursor, parseListQuery } from "../../src/lib/list-query.ts";
+import { pageJson } from "../../src/lib/paging.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
 import { BENCH_SEED, type Dataset, DATA_DIR, sqliteFile } from "./dataset.ts";
 
@@ -46,7 +47,7 @@ const db = new Kysely<Database>({
     if (event.level === "query") statements.push({ sql: event.query.sql, parameters: event.query.parameters, ms: event.queryDurationMillis });
   },
 });
-const repos = { customers: createCustomersRepository(db, "sqlite"), invoices: createInvoicesRepository(db) };
+const repos = { customers: createCustomersRepository(db, "sqlite"), invoices: createInvoicesRepository(db, "sqlite") };
 
 const f = dataset.filters;
 const window = { createdAtFrom: f.createdAtFrom, createdAtTo: f.createdAtTo };
@@ -81,7 +82,7 @@ process.stdout.write(`${customers.toLocaleString("en-US")} customers; cache_size
 for (const [name, list, query] of cases) {
   const q = parseListQuery({ limit: 100, ...query });
   // What a reader thread does for the route: the page's documents, joined (not parsed).
-  const call = () => repos[list].listPage(dataset.storeId, q).then((page) => page.bodies.join(","));
+  const call = () => repos[list].listPage(dataset.storeId, q).then((page) => pageJson(list, page, q.limit, encodeCursor));
   const slow = name.includes("best-seller");
   const n = slow ? 3 : runs;
   await call(); // warm the caches

@@ -6,7 +6,7 @@ import { sql, type Kysely, type SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, fillMissing, groupBy, takePage, windowConditions } from "../lib/paging.ts";
+import { type Page, groupBy, pageDocuments, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -142,22 +142,14 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
     }
     for (const cond of windowConditions("p", q)) pageIds = pageIds.where(cond);
     pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
-    const rows = await db
-      .selectFrom(pageIds.as("pg"))
-      .leftJoin("customer_views as v", "v.id", "pg.id")
-      .select(["pg.id", "pg.created_at", "v.body"])
-      .orderBy("pg.created_at", "desc")
-      .orderBy("pg.id", "desc")
-      .execute();
-    const { page, next } = takePage(rows, q.limit);
-    return { bodies: await fillMissing(page, assembleByIds), next };
+    return pageDocuments(db, dialect, pageIds, q.limit, "customer_views", assembleByIds);
   }
 
   return {
     listPage,
     async list(storeId, q) {
       const { bodies, next } = await listPage(storeId, q);
-      return { customers: bodies.map((b) => JSON.parse(b) as Customer), next };
+      return { customers: bodies.map((b) => JSON.parse(b.toString()) as Customer), next };
     },
   };
 }

@@ -6,7 +6,7 @@ import type { Kysely, Selectable } from "kysely";
 import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, fillMissing, groupBy, mergeStatusRanges, takePage, windowConditions } from "../lib/paging.ts";
+import { type Page, groupBy, mergeStatusRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -66,7 +66,7 @@ export interface InvoicesRepository {
   findView(storeId: string, invoiceId: string): Promise<Invoice | null>;
 }
 
-export function createInvoicesRepository(db: Kysely<Database>): InvoicesRepository {
+export function createInvoicesRepository(db: Kysely<Database>, dialect: "sqlite" | "postgres"): InvoicesRepository {
   /** Missing documents, assembled from the source tables. */
   async function assembleByIds(ids: string[]): Promise<Map<string, string>> {
     const rows = await db.selectFrom("invoices").selectAll().where("id", "in", ids).execute();
@@ -101,16 +101,8 @@ export function createInvoicesRepository(db: Kysely<Database>): InvoicesReposito
     };
     // Several statuses: one ordered range of (store, status, created_at, id) per status, each cut at the
     // page size, merged: at most statuses × (limit + 1) index entries whatever the store's size.
-    const pageIds = q.statuses === null ? pageIdsOf(null) : mergeStatusRanges(db, q.statuses.map(pageIdsOf), q.limit);
-    const rows = await db
-      .selectFrom(pageIds.as("pg"))
-      .leftJoin("invoice_views as v", "v.id", "pg.id")
-      .select(["pg.id", "pg.created_at", "v.body"])
-      .orderBy("pg.created_at", "desc")
-      .orderBy("pg.id", "desc")
-      .execute();
-    const { page, next } = takePage(rows, q.limit);
-    return { bodies: await fillMissing(page, assembleByIds), next };
+    if (q.statuses === null) return pageDocuments(db, dialect, pageIdsOf(null), q.limit, "invoice_views", assembleByIds);
+    return pageDocuments(db, dialect, mergeStatusRanges(db, q.statuses.map(pageIdsOf), q.limit), q.limit, "invoice_views", assembleByIds);
   }
 
   return {
@@ -118,16 +110,19 @@ export function createInvoicesRepository(db: Kysely<Database>): InvoicesReposito
 
     async list(storeId, q) {
       const { bodies, next } = await listPage(storeId, q);
-      return { invoices: bodies.map((b) => JSON.parse(b) as Invoice), next };
+      return { invoices: bodies.map((b) => JSON.parse(b.toString()) as Invoice), next };
     },
 
-    async findView(storeId, invoiceId) {
-      const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
-      if (stored) return JSON.parse(stored.body) as Invoice;
-      const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
-      if (!row) return null;
-      const [view] = await assembleInvoices(db, [row]);
-      return view ?? null;
-    },
+    findView: (storeId, invoiceId) => findInvoiceView(db, storeId, invoiceId),
   };
+}
+
+/** One invoice of this store as the list shows it (its stored document, else assembled), or null. */
+export async function findInvoiceView(db: Kysely<Database>, storeId: string, invoiceId: string): Promise<Invoice | null> {
+  const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
+  if (stored) return JSON.parse(stored.body) as Invoice;
+  const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
+  if (!row) return null;
+  const [view] = await assembleInvoices(db, [row]);
+  return view ?? null;
 }

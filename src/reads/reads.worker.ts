@@ -33,7 +33,7 @@ const port = parentPort!;
 const db = openDatabase(init.database, { poolSize: 1 });
 // This connection only reads; a write from here would be a bug.
 db.sqlite?.pragma("query_only = ON");
-const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely) };
+const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely, db.dialect) };
 
 port.on("message", (job: ReadJob) => {
   void answer(job);
@@ -44,7 +44,7 @@ async function answer(job: ReadJob): Promise<void> {
   let reply: Exclude<ReadReply, { ready: true }>;
   try {
     const page = await repos[job.list].listPage(job.storeId, job.query);
-    reply = { id: job.id, ok: true, json: Buffer.from(pageJson(job.list, page, job.query.limit, encodeCursor)) };
+    reply = { id: job.id, ok: true, json: pageJson(job.list, page, job.query.limit, encodeCursor) };
   } catch (err) {
     const expected = err instanceof AppError;
     reply = {
