@@ -6,7 +6,7 @@
 //   node bench/read-api/run.ts [--sizes 100000,1000000] [--dialect sqlite|postgres] [--rounds 3] [--duration 5]
 //     [--cases customers,invoices-window] [--sqlite-cache-kib 262144]  (a what-if: larger SQLite page cache)
 //     [--pipeline]  (also the page from memory behind the list route's hooks: key, rate limit, query schema)
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFile, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -30,6 +30,7 @@ const { values: args } = parseArgs({
     cases: { type: "string", default: "" },
     "sqlite-cache-kib": { type: "string", default: "" },
     pipeline: { type: "boolean", default: false },
+    client: { type: "string", default: "wrk" },
   },
 });
 const sizes = args.sizes.split(",").map((s) => Number(s.replace(/_/g, "")));
@@ -38,6 +39,8 @@ const rounds = Number(args.rounds);
 const duration = Number(args.duration);
 const warmup = Number(args.warmup);
 const connections = Number(args.connections);
+const client = args.client as "wrk" | "autocannon";
+if (!["wrk", "autocannon"].includes(client)) throw new Error("--client is wrk or autocannon");
 if (!["sqlite", "postgres"].includes(dialect) || sizes.some((n) => !Number.isSafeInteger(n) || n < 1)) {
   throw new Error("usage: run.ts [--sizes 100000,1000000] [--dialect sqlite|postgres] [--rounds 3] [--duration 5]");
 }
@@ -65,11 +68,45 @@ interface Sample {
   bytesPerRequest: number;
 }
 
+/**
+ * Loads one URL for `seconds` with `connections` connections. wrk (C, one thread; Debian's `wrk`) is the
+ * default: autocannon parses every response in JavaScript and, on two cores shared with the server, was
+ * itself the limit of the large pages (~500 pages of 262 KiB per second whatever the route), so a route
+ * faster than that could not show it. `--client autocannon` keeps the earlier runs' client.
+ */
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Sample> {
+  return client === "wrk" ? loadWrk(url, headers, seconds) : loadAutocannon(url, headers, seconds);
+}
+
+async function loadAutocannon(url: string, headers: Record<string, string>, seconds: number): Promise<Sample> {
   const result = await autocannon({ url, connections, duration: seconds, headers, timeout: 60 });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
   return { rps: result.requests.average, p99: result.latency.p99, bytesPerRequest: result.throughput.total / Math.max(1, result.requests.total) };
+}
+
+const WRK_UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
+const WRK_BYTES: Record<string, number> = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
+
+async function loadWrk(url: string, headers: Record<string, string>, seconds: number): Promise<Sample> {
+  const argv = ["-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "60s", "--latency"];
+  for (const [k, v] of Object.entries(headers)) argv.push("-H", `${k}: ${v}`);
+  argv.push(url);
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile("wrk", argv, { maxBuffer: 1 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`wrk: ${err.message} ${stderr}`)) : resolve(stdout))),
+  );
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const p99 = /\s99%\s+([\d.]+)(us|ms|s|m)\b/.exec(out);
+  const total = /(\d+) requests in [\d.]+\w+, ([\d.]+)(B|KB|MB|GB) read/.exec(out);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const failed = non2xx + (errors ? Number(errors[1]) + Number(errors[3]) + Number(errors[4]) : 0);
+  if (failed > 0 || !Number.isFinite(rps) || !p99 || !total) throw new Error(`${url}: wrk reported failures or output it could not read:\n${out}`);
+  return {
+    rps,
+    p99: Math.round(Number(p99[1]) * WRK_UNIT_MS[p99[2]!]!),
+    bytesPerRequest: (Number(total[2]) * WRK_BYTES[total[3]!]!) / Math.max(1, Number(total[1])),
+  };
 }
 
 const median = (xs: number[]): number => {
