@@ -74,7 +74,7 @@ for (const dialect of DIALECTS) {
         await db.insertInto("customers").values({ id: customer.id, store_id: storeId, email: c.email, created_at: c.createdAt }).execute();
         if (c.discord) await db.insertInto("customer_discord_accounts").values({ customer_id: customer.id, store_id: storeId, discord_id: c.discord, email: "d@x.io" }).execute();
         for (const [ri, product] of c.reviews.entries()) {
-          await db.insertInto("reviews").values({ id: `rev_${r}_${ci}_${ri}`, store_id: storeId, customer_id: customer.id, rating: 4, text: "", product_id: product, created_at: T0 }).execute();
+          await db.insertInto("reviews").values({ id: `rev_${r}_${ci}_${ri}`, store_id: storeId, customer_id: customer.id, rating: 4, text: "", product_id: product, created_at: T0, customer_created_at: c.createdAt }).execute();
         }
         for (const inv of c.invoices) {
           const n = invoiceNo++;
@@ -89,7 +89,7 @@ for (const dialect of DIALECTS) {
             .execute();
           await db
             .insertInto("invoice_items")
-            .values(inv.items.map((it, position) => ({ invoice_id: invoice.id, position, store_id: storeId, customer_id: customer.id, product_variant_id: it.variant, quantity: 1, price_cents: 1, coupon_id: it.coupon })))
+            .values(inv.items.map((it, position) => ({ invoice_id: invoice.id, position, store_id: storeId, customer_id: customer.id, product_variant_id: it.variant, quantity: 1, price_cents: 1, coupon_id: it.coupon, invoice_created_at: inv.createdAt, customer_created_at: c.createdAt })))
             .execute();
           customer.invoices.push(invoice);
         }
@@ -143,7 +143,7 @@ for (const dialect of DIALECTS) {
             }
             const last = data.at(-1);
             if (last) {
-              await db.insertInto("reviews").values({ id: `rev_${run}_late`, store_id: store.id, customer_id: last.id, rating: 1, text: "late", product_id: "p2", created_at: T0 + DAY }).execute();
+              await db.insertInto("reviews").values({ id: `rev_${run}_late`, store_id: store.id, customer_id: last.id, rating: 1, text: "late", product_id: "p2", created_at: T0 + DAY, customer_created_at: last.createdAt }).execute();
               last.reviews.push("p2");
             }
           }

@@ -55,7 +55,7 @@ async function buildFixture(h: Harness): Promise<Fixture> {
   await db.updateTable("invoices").set({ status: "completed" }).where("id", "in", [inv1.id, inv3.id]).execute();
   await db
     .insertInto("reviews")
-    .values({ id: "rev_alice1", store_id: a.id, customer_id: alice, rating: 5, text: "Great!", product_id: "prod-ebook", created_at: Date.parse("2023-06-21T00:00:00Z") })
+    .values({ id: "rev_alice1", store_id: a.id, customer_id: alice, rating: 5, text: "Great!", product_id: "prod-ebook", created_at: Date.parse("2023-06-21T00:00:00Z"), customer_created_at: Date.parse("2023-06-10T12:00:00.000Z") })
     .execute();
 
   clock.set("2023-06-12T00:00:00.000Z");

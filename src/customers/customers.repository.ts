@@ -2,11 +2,11 @@
 // filters, from their indexes), joined to the read model's stored JSON (src/lib/read-model.ts). A customer
 // whose document is missing (a write that did not refresh it) is assembled from the source tables: its
 // chat account, reviews, sessions and invoices, whose completed ones give the order figures.
-import { sql, type Kysely, type SqlBool } from "kysely";
+import { sql, type Expression, type Kysely, type SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, groupBy, pageDocuments, windowConditions } from "../lib/paging.ts";
+import { type Page, groupBy, mergeOrderedRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -113,36 +113,61 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
     return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
   }
 
+  /** The conditions every branch applies to its customers `p`: the e-mail and status filters. */
+  function customerFilters(q: ListQuery): Expression<SqlBool>[] {
+    const conds: Expression<SqlBool>[] = [];
+    if (q.email !== null) conds.push(sql<SqlBool>`${foldedEmail} = ${q.email}`);
+    // For each customer walked, one probe of (customer_id, status): a page costs its size divided by the
+    // share of customers who have such an invoice, in index seeks.
+    if (q.statuses !== null) conds.push(sql<SqlBool>`exists (select 1 from invoices s where s.customer_id = p.id and s.status in (${sql.join(q.statuses)}))`);
+    return conds;
+  }
+
   async function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
-    // candidates; with `email`, from the e-mail index), then the documents of those ids only.
+    // The page's ids first, from the page index alone (with `email`, from the e-mail index; with `id`, see
+    // idFilterPage), then the documents of those ids only.
+    if (q.id !== null) return pageDocuments(db, dialect, idFilterPage(storeId, q, q.id), q.limit, "customer_views", assembleByIds);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
-    if (q.email !== null) pageIds = pageIds.where(sql<SqlBool>`${foldedEmail} = ${q.email}`);
-    if (q.id !== null) {
-      const id = q.id;
-      pageIds = pageIds.where("p.id", "in", (eb) =>
+    for (const cond of [...customerFilters(q), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
+    pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    return pageDocuments(db, dialect, pageIds, q.limit, "customer_views", assembleByIds);
+  }
+
+  /**
+   * `id`: the customer with that id, chat account or invoice (a few rows, found by their indexes), and those
+   * with a review of that product or an item of that variant or coupon (possibly very many: each is a walk
+   * of an index in customer page order, (store, value, customer created_at, customer id), cut at the page
+   * size). Merged in page order: a page costs about the same at any size of store or popularity of the value.
+   */
+  function idFilterPage(storeId: string, q: ListQuery, id: string) {
+    let few = db
+      .selectFrom("customers as p")
+      .select(["p.id", "p.created_at"])
+      .where("p.store_id", "=", storeId)
+      .where("p.id", "in", (eb) =>
         eb
           .selectFrom("customers as c1")
           .select("c1.id")
           .where("c1.id", "=", id)
           .unionAll(eb.selectFrom("customer_discord_accounts as d1").select("d1.customer_id as id").where("d1.store_id", "=", storeId).where("d1.discord_id", "=", id))
-          .unionAll(eb.selectFrom("invoices as i1").select("i1.customer_id as id").where("i1.id", "=", id))
-          .unionAll(eb.selectFrom("reviews as r1").select("r1.customer_id as id").where("r1.store_id", "=", storeId).where("r1.product_id", "=", id))
-          .unionAll(eb.selectFrom("invoice_items as t1").select("t1.customer_id as id").where("t1.store_id", "=", storeId).where("t1.product_variant_id", "=", id))
-          .unionAll(eb.selectFrom("invoice_items as t2").select("t2.customer_id as id").where("t2.store_id", "=", storeId).where("t2.coupon_id", "=", id)),
+          .unionAll(eb.selectFrom("invoices as i1").select("i1.customer_id as id").where("i1.id", "=", id)),
       );
-    }
-    if (q.statuses !== null) {
-      // Walks the page order and probes (customer_id, status) for each customer: a page costs its size
-      // divided by the share of customers who have such an invoice, in index seeks.
-      const statuses = q.statuses;
-      pageIds = pageIds.where(({ exists, selectFrom }) =>
-        exists(selectFrom("invoices as s").select("s.id").whereRef("s.customer_id", "=", "p.id").where("s.status", "in", statuses)),
-      );
-    }
-    for (const cond of windowConditions("p", q)) pageIds = pageIds.where(cond);
-    pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
-    return pageDocuments(db, dialect, pageIds, q.limit, "customer_views", assembleByIds);
+    for (const cond of [...customerFilters(q), ...windowConditions("p", q)]) few = few.where(cond);
+    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+
+    const walk = (table: "reviews" | "invoice_items", column: "product_id" | "product_variant_id" | "coupon_id") => {
+      let w = db
+        // Both tables have store_id, customer_id and customer_created_at; the value's column is named raw.
+        .selectFrom(`${table} as t` as "invoice_items as t")
+        .innerJoin("customers as p", "p.id", "t.customer_id")
+        .select(["t.customer_id as id", "t.customer_created_at as created_at"])
+        .distinct()
+        .where("t.store_id", "=", storeId)
+        .where(sql.ref(`t.${column}`), "=", id);
+      for (const cond of [...customerFilters(q), ...windowConditions("t", q, { createdAt: "customer_created_at", id: "customer_id" })]) w = w.where(cond);
+      return w.orderBy("t.customer_created_at", "desc").orderBy("t.customer_id", "desc").limit(q.limit + 1);
+    };
+    return mergeOrderedRanges(db, [few, walk("reviews", "product_id"), walk("invoice_items", "product_variant_id"), walk("invoice_items", "coupon_id")], q.limit, true);
   }
 
   return {

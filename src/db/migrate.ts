@@ -12,6 +12,7 @@ import * as m0006 from "./migrations/0006_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
 import * as m0009 from "./migrations/0009_read_model.ts";
+import * as m0010 from "./migrations/0010_id_filter_in_page_order.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -30,9 +31,15 @@ const migrations: Record<string, MigrationModule> = {
   "0007_key_api_version": m0007,
   "0008_operator": m0008,
   "0009_read_model": m0009,
+  "0010_id_filter_in_page_order": m0010,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
+  return migrateTo(db, ctx, null);
+}
+
+/** Applies the migrations up to and including `last` (null: all of them); tests of an upgrade start from an older schema. */
+export async function migrateTo(db: Kysely<unknown>, ctx: MigrationContext, last: string | null): Promise<MigrationResultSet> {
   const migrator = new Migrator({
     db,
     // Kysely looks for its own tables in every schema it can see: name ours, or a database holding
@@ -47,7 +54,7 @@ export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext
         ),
     },
   });
-  const result = await migrator.migrateToLatest();
+  const result = last === null ? await migrator.migrateToLatest() : await migrator.migrateTo(last);
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   return result;
 }

@@ -47,6 +47,8 @@ export interface ReviewsTable {
   text: string;
   product_id: string;
   created_at: number;
+  /** The customer's created_at (never changes): orders the product's reviews in customer page order. */
+  customer_created_at: number;
 }
 
 export interface CustomerSessionsTable {
@@ -93,6 +95,9 @@ export interface InvoiceItemsTable {
   quantity: number;
   price_cents: number;
   coupon_id: string | null;
+  /** The invoice's and the customer's created_at (never change): the `id` filter walks items in page order. */
+  invoice_created_at: number;
+  customer_created_at: number;
 }
 
 export interface InvoiceLogsTable {

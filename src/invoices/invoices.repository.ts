@@ -6,7 +6,7 @@ import type { Kysely, Selectable } from "kysely";
 import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, groupBy, mergeStatusRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
+import { type Page, groupBy, mergeOrderedRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -75,34 +75,58 @@ export function createInvoicesRepository(db: Kysely<Database>, dialect: "sqlite"
   }
 
   async function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    // The page's ids first, from the page index alone (or, with `id`, from covering indexes over the
-    // candidates; with `status`, from the status index), then the documents of those ids only.
+    if (q.id !== null) return pageDocuments(db, dialect, idFilterPage(storeId, q, q.id), q.limit, "invoice_views", assembleByIds);
+    // The page's ids from the page index alone (with `status`, one ordered range of (store, status,
+    // created_at, id) per status, each cut at the page size, merged: at most statuses × (limit + 1) index
+    // entries whatever the store's size), then the documents of those ids only.
     const pageIdsOf = (status: string | null) => {
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (status !== null) ids = ids.where("p.status", "=", status);
-      if (q.id !== null) {
-        const id = q.id;
-        // Each branch is one index lookup; the union is the (usually small) candidate set.
-        ids = ids.where("p.id", "in", (eb) =>
-          eb
-            .selectFrom("invoices as i1")
-            .select("i1.id")
-            .where("i1.store_id", "=", storeId)
-            .where("i1.id", "=", id)
-            .unionAll(eb.selectFrom("invoices as i2").select("i2.id").where("i2.customer_id", "=", id))
-            .unionAll(eb.selectFrom("invoices as i3").select("i3.id").where("i3.store_id", "=", storeId).where("i3.created_on_session_id", "=", id))
-            .unionAll(eb.selectFrom("invoices as i4").select("i4.id").where("i4.store_id", "=", storeId).where("i4.discord_id", "=", id))
-            .unionAll(eb.selectFrom("invoice_items as t1").select("t1.invoice_id as id").where("t1.store_id", "=", storeId).where("t1.product_variant_id", "=", id))
-            .unionAll(eb.selectFrom("invoice_items as t2").select("t2.invoice_id as id").where("t2.store_id", "=", storeId).where("t2.coupon_id", "=", id)),
-        );
-      }
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
       return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
     };
-    // Several statuses: one ordered range of (store, status, created_at, id) per status, each cut at the
-    // page size, merged: at most statuses × (limit + 1) index entries whatever the store's size.
     if (q.statuses === null) return pageDocuments(db, dialect, pageIdsOf(null), q.limit, "invoice_views", assembleByIds);
-    return pageDocuments(db, dialect, mergeStatusRanges(db, q.statuses.map(pageIdsOf), q.limit), q.limit, "invoice_views", assembleByIds);
+    return pageDocuments(db, dialect, mergeOrderedRanges(db, q.statuses.map(pageIdsOf), q.limit), q.limit, "invoice_views", assembleByIds);
+  }
+
+  /**
+   * `id`: the invoices whose id, customer, session or chat account is the value (a few rows, found by their
+   * indexes and ordered), and those with an item of that variant or coupon (possibly very many: each is a
+   * walk of an index in page order, (store, variant, invoice created_at, invoice id), cut at the page size).
+   * Merged in page order: a page costs about the same at any size of store or popularity of the value.
+   */
+  function idFilterPage(storeId: string, q: ListQuery, id: string) {
+    const statuses = q.statuses;
+    let few = db
+      .selectFrom("invoices as p")
+      .select(["p.id", "p.created_at"])
+      .where("p.store_id", "=", storeId)
+      // Each branch is one index lookup; the union is a small candidate set.
+      .where("p.id", "in", (eb) =>
+        eb
+          .selectFrom("invoices as i1")
+          .select("i1.id")
+          .where("i1.store_id", "=", storeId)
+          .where("i1.id", "=", id)
+          .unionAll(eb.selectFrom("invoices as i2").select("i2.id").where("i2.customer_id", "=", id))
+          .unionAll(eb.selectFrom("invoices as i3").select("i3.id").where("i3.store_id", "=", storeId).where("i3.created_on_session_id", "=", id))
+          .unionAll(eb.selectFrom("invoices as i4").select("i4.id").where("i4.store_id", "=", storeId).where("i4.discord_id", "=", id)),
+      );
+    if (statuses !== null) few = few.where("p.status", "in", statuses);
+    for (const cond of windowConditions("p", q)) few = few.where(cond);
+    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    const byItem = (column: "product_variant_id" | "coupon_id") => {
+      let walk = db
+        .selectFrom("invoice_items as t")
+        .select(["t.invoice_id as id", "t.invoice_created_at as created_at"])
+        .distinct()
+        .where("t.store_id", "=", storeId)
+        .where(`t.${column}`, "=", id);
+      if (statuses !== null) walk = walk.where(({ exists, selectFrom }) => exists(selectFrom("invoices as s").select("s.id").whereRef("s.id", "=", "t.invoice_id").where("s.status", "in", statuses)));
+      for (const cond of windowConditions("t", q, { createdAt: "invoice_created_at", id: "invoice_id" })) walk = walk.where(cond);
+      return walk.orderBy("t.invoice_created_at", "desc").orderBy("t.invoice_id", "desc").limit(q.limit + 1);
+    };
+    return mergeOrderedRanges(db, [few, byItem("product_variant_id"), byItem("coupon_id")], q.limit, true);
   }
 
   return {

@@ -21,7 +21,7 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
       if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
       const customer = await db
         .selectFrom("customers")
-        .select("id")
+        .select(["id", "created_at"])
         .where("id", "=", input.customerId)
         .where("store_id", "=", storeId)
         .executeTakeFirst();
@@ -97,6 +97,8 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
               quantity: i.quantity,
               price_cents: i.priceCents,
               coupon_id: i.couponId ?? null,
+              invoice_created_at: createdAt,
+              customer_created_at: customer.created_at,
             })),
           )
           .execute();

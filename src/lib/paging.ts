@@ -1,6 +1,6 @@
 // Keyset paging shared by the list repositories: newest first by (created_at, id), inclusive date bounds,
 // and a page fetched as limit + 1 rows so the presence of a next page costs no extra query.
-import { sql, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
+import { sql, type AliasedSelectQueryBuilder, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Cursor, ListQuery } from "./list-query.ts";
 
@@ -15,15 +15,23 @@ export interface Page {
   next: Cursor | null;
 }
 
-interface PageKey {
+export interface PageKey {
   id: string;
   created_at: number;
 }
 
-/** Conditions on `${table}.created_at` / `${table}.id` for the date window and the cursor. */
-export function windowConditions(table: string, q: ListQuery): Expression<SqlBool>[] {
-  const createdAt = sql.ref(`${table}.created_at`);
-  const id = sql.ref(`${table}.id`);
+/** Any ordered query of page keys, whatever tables it reads. */
+interface PageIdQuery {
+  as<A extends string>(alias: A): AliasedSelectQueryBuilder<PageKey, A>;
+}
+
+/**
+ * Conditions on `${table}.created_at` / `${table}.id` (or the columns named, such as a child row's copy of its
+ * owner's creation time) for the date window and the cursor.
+ */
+export function windowConditions(table: string, q: ListQuery, columns: { createdAt: string; id: string } = { createdAt: "created_at", id: "id" }): Expression<SqlBool>[] {
+  const createdAt = sql.ref(`${table}.${columns.createdAt}`);
+  const id = sql.ref(`${table}.${columns.id}`);
   const conds: Expression<SqlBool>[] = [];
   if (q.from !== null) conds.push(sql<SqlBool>`${createdAt} >= ${q.from}`);
   if (q.to !== null) conds.push(sql<SqlBool>`${createdAt} <= ${q.to}`);
@@ -40,16 +48,18 @@ export function takePage<T extends { created_at: number; id: string }>(rows: T[]
 }
 
 /**
- * Several ordered page queries (one per status, each already cut at limit + 1) merged into one: their
- * union in page order, cut again. The union's members are subqueries so each keeps its ORDER BY / LIMIT.
+ * Several ordered page queries (one per status, or one per branch of the `id` filter, each already cut at
+ * limit + 1) merged into one: their union in page order, cut again. The union's members are subqueries so
+ * each keeps its ORDER BY / LIMIT. `distinct` drops an element that several members found.
  */
-export function mergeStatusRanges<DB, TB extends keyof DB>(
+export function mergeOrderedRanges(
   db: Kysely<Database>,
-  ranges: SelectQueryBuilder<DB, TB, PageKey>[],
+  ranges: PageIdQuery[],
   limit: number,
+  distinct = false,
 ): SelectQueryBuilder<Database & { u: PageKey }, "u", PageKey> {
   const members = ranges.map((r) => db.selectFrom(r.as("s")).select(["s.id", "s.created_at"]));
-  const union = members.slice(1).reduce((all, m) => all.unionAll(m), members[0]!);
+  const union = members.slice(1).reduce((all, m) => (distinct ? all.union(m) : all.unionAll(m)), members[0]!);
   return db.selectFrom(union.as("u")).select(["u.id", "u.created_at"]).orderBy("u.created_at", "desc").orderBy("u.id", "desc").limit(limit + 1);
 }
 

@@ -174,6 +174,7 @@ export function generateCustomer(ctx: GenerateContext, index: number): number {
       rng.pick(pools.reviewTexts[rating]!),
       pools.products.draw(rng),
       createdAt + Math.floor(rng.float() * life),
+      createdAt,
     ]);
     rows++;
   }
@@ -201,7 +202,7 @@ export function generateCustomer(ctx: GenerateContext, index: number): number {
         price = Math.round((price * (100 - coupon.percentOff)) / 100);
       }
       totalCents += price * quantity;
-      sink.row("invoice_items", [invoiceId, position, storeId, customerId, variant.id, quantity, price, couponId]);
+      sink.row("invoice_items", [invoiceId, position, storeId, customerId, variant.id, quantity, price, couponId, t, createdAt]);
       rows++;
     }
 

@@ -37,8 +37,8 @@ const TABLES: Record<SeedTable, TableSpec> = {
     pgTypes: ["text", "text", "text", "text", "text", "text", "int8", "int8"],
   },
   reviews: {
-    columns: ["id", "store_id", "customer_id", "rating", "text", "product_id", "created_at"],
-    pgTypes: ["text", "text", "text", "int4", "text", "text", "int8"],
+    columns: ["id", "store_id", "customer_id", "rating", "text", "product_id", "created_at", "customer_created_at"],
+    pgTypes: ["text", "text", "text", "int4", "text", "text", "int8", "int8"],
   },
   invoices: {
     columns: [
@@ -59,8 +59,8 @@ const TABLES: Record<SeedTable, TableSpec> = {
     pgTypes: ["text", "text", "text", "int8", "text", "text", "text", "int4", "text", "text", "text", "int8", "int8"],
   },
   invoice_items: {
-    columns: ["invoice_id", "position", "store_id", "customer_id", "product_variant_id", "quantity", "price_cents", "coupon_id"],
-    pgTypes: ["text", "int4", "text", "text", "text", "int4", "int8", "text"],
+    columns: ["invoice_id", "position", "store_id", "customer_id", "product_variant_id", "quantity", "price_cents", "coupon_id", "invoice_created_at", "customer_created_at"],
+    pgTypes: ["text", "int4", "text", "text", "text", "int4", "int8", "text", "int8", "int8"],
   },
   invoice_fields: { columns: ["invoice_id", "position", "key", "value", "type"], pgTypes: ["text", "int4", "text", "text", "text"] },
   // The id is assigned by the database (SQLite rowid, PostgreSQL identity), in insertion order.

@@ -61,28 +61,7 @@ export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<vo
   const folded = ctx.dialect === "postgres" ? sql`lower(email collate "C")` : sql`lower(email)`;
   await sql`create index customers_email on customers (store_id, ${folded}, created_at desc, id desc)`.execute(db);
 
-  for (const [table, rules] of Object.entries(STALE_RULES)) {
-    if (ctx.dialect === "sqlite") {
-      for (const event of ["insert", "update", "delete"] as const) {
-        const rows = event === "insert" ? ["new"] : event === "delete" ? ["old"] : ["old", "new"];
-        const body = rules.flatMap(([view, column]) => rows.map((r) => `delete from ${view} where id = ${r}.${column};`)).join(" ");
-        await sql.raw(`create trigger ${table}_stale_${event} after ${event} on ${table} for each row begin ${body} end`).execute(db);
-      }
-    } else {
-      const deletes = (r: string) =>
-        `perform 1 from customers where id = ${CUSTOMER_OF[table]!(r)} for no key update; ` +
-        rules.map(([view, column]) => `delete from ${view} where id = ${r}.${column};`).join(" ");
-      await sql
-        .raw(
-          `create function ${table}_stale() returns trigger language plpgsql as $$ begin ` +
-            `if tg_op <> 'INSERT' then ${deletes("old")} end if; ` +
-            `if tg_op <> 'DELETE' then ${deletes("new")} end if; ` +
-            `return null; end $$`,
-        )
-        .execute(db);
-      await sql.raw(`create trigger ${table}_stale after insert or update or delete on ${table} for each row execute function ${table}_stale()`).execute(db);
-    }
-  }
+  for (const table of Object.keys(STALE_RULES)) await createStaleTriggers(db, ctx.dialect, table);
 
   // Existing data gets its documents now (about 1 ms per customer with its invoices).
   await rebuildReadModel(db as unknown as Kysely<Database>);
@@ -90,4 +69,29 @@ export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<vo
     await sql`pragma analysis_limit = 1000`.execute(db);
     for (const index of ["invoices_status_page", "invoices_customer_status", "customers_email"]) await sql`analyze ${sql.id(index)}`.execute(db);
   }
+}
+
+/** The triggers that delete a source table's stale documents (also used by later migrations that rebuild them). */
+export async function createStaleTriggers(db: Kysely<unknown>, dialect: "sqlite" | "postgres", table: string): Promise<void> {
+  const rules = STALE_RULES[table]!;
+  if (dialect === "sqlite") {
+    for (const event of ["insert", "update", "delete"] as const) {
+      const rows = event === "insert" ? ["new"] : event === "delete" ? ["old"] : ["old", "new"];
+      const body = rules.flatMap(([view, column]) => rows.map((r) => `delete from ${view} where id = ${r}.${column};`)).join(" ");
+      await sql.raw(`create trigger ${table}_stale_${event} after ${event} on ${table} for each row begin ${body} end`).execute(db);
+    }
+    return;
+  }
+  const deletes = (r: string) =>
+    `perform 1 from customers where id = ${CUSTOMER_OF[table]!(r)} for no key update; ` +
+    rules.map(([view, column]) => `delete from ${view} where id = ${r}.${column};`).join(" ");
+  await sql
+    .raw(
+      `create function ${table}_stale() returns trigger language plpgsql as $$ begin ` +
+        `if tg_op <> 'INSERT' then ${deletes("old")} end if; ` +
+        `if tg_op <> 'DELETE' then ${deletes("new")} end if; ` +
+        `return null; end $$`,
+    )
+    .execute(db);
+  await sql.raw(`create trigger ${table}_stale after insert or update or delete on ${table} for each row execute function ${table}_stale()`).execute(db);
 }
