@@ -113,13 +113,24 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
     return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
   }
 
-  /** The conditions every branch applies to its customers `p`: the e-mail and status filters. */
-  function customerFilters(q: ListQuery): Expression<SqlBool>[] {
+  /**
+   * The e-mail and status filters on the customer named by `customerId`: a column of the customer row `p`
+   * itself, or of a child row (`t.customer_id`), where the e-mail is then probed in the customer's row so
+   * that the walk keeps its index order.
+   */
+  function customerFilters(q: ListQuery, customerId: "p.id" | "t.customer_id"): Expression<SqlBool>[] {
     const conds: Expression<SqlBool>[] = [];
-    if (q.email !== null) conds.push(sql<SqlBool>`${foldedEmail} = ${q.email}`);
+    const ref = sql.ref(customerId);
+    if (q.email !== null) {
+      conds.push(
+        customerId === "p.id"
+          ? sql<SqlBool>`${foldedEmail} = ${q.email}`
+          : sql<SqlBool>`exists (select 1 from customers p where p.id = ${ref} and ${foldedEmail} = ${q.email})`,
+      );
+    }
     // For each customer walked, one probe of (customer_id, status): a page costs its size divided by the
     // share of customers who have such an invoice, in index seeks.
-    if (q.statuses !== null) conds.push(sql<SqlBool>`exists (select 1 from invoices s where s.customer_id = p.id and s.status in (${sql.join(q.statuses)}))`);
+    if (q.statuses !== null) conds.push(sql<SqlBool>`exists (select 1 from invoices s where s.customer_id = ${ref} and s.status in (${sql.join(q.statuses)}))`);
     return conds;
   }
 
@@ -128,7 +139,7 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
     // idFilterPage), then the documents of those ids only.
     if (q.id !== null) return pageDocuments(db, dialect, idFilterPage(storeId, q, q.id), q.limit, "customer_views", assembleByIds);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
-    for (const cond of [...customerFilters(q), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
+    for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
     pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
     return pageDocuments(db, dialect, pageIds, q.limit, "customer_views", assembleByIds);
   }
@@ -152,19 +163,18 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
           .unionAll(eb.selectFrom("customer_discord_accounts as d1").select("d1.customer_id as id").where("d1.store_id", "=", storeId).where("d1.discord_id", "=", id))
           .unionAll(eb.selectFrom("invoices as i1").select("i1.customer_id as id").where("i1.id", "=", id)),
       );
-    for (const cond of [...customerFilters(q), ...windowConditions("p", q)]) few = few.where(cond);
+    for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) few = few.where(cond);
     few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
 
     const walk = (table: "reviews" | "invoice_items", column: "product_id" | "product_variant_id" | "coupon_id") => {
       let w = db
         // Both tables have store_id, customer_id and customer_created_at; the value's column is named raw.
         .selectFrom(`${table} as t` as "invoice_items as t")
-        .innerJoin("customers as p", "p.id", "t.customer_id")
         .select(["t.customer_id as id", "t.customer_created_at as created_at"])
         .distinct()
         .where("t.store_id", "=", storeId)
         .where(sql.ref(`t.${column}`), "=", id);
-      for (const cond of [...customerFilters(q), ...windowConditions("t", q, { createdAt: "customer_created_at", id: "customer_id" })]) w = w.where(cond);
+      for (const cond of [...customerFilters(q, "t.customer_id"), ...windowConditions("t", q, { createdAt: "customer_created_at", id: "customer_id" })]) w = w.where(cond);
       return w.orderBy("t.customer_created_at", "desc").orderBy("t.customer_id", "desc").limit(q.limit + 1);
     };
     return mergeOrderedRanges(db, [few, walk("reviews", "product_id"), walk("invoice_items", "product_variant_id"), walk("invoice_items", "coupon_id")], q.limit, true);
