@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { AppError } from "../errors.ts";
 import { extractToken } from "../auth/api-key.hook.ts";
-import { SESSION_COOKIE, checkCsrf, readCookie } from "../console/console.auth.ts";
+import { SESSION_COOKIE, canSeeStore, checkCsrf, readCookie } from "../console/console.auth.ts";
 import type { ConsoleService } from "../console/console.service.ts";
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
@@ -39,7 +39,7 @@ async function consoleSessionAccess(request: FastifyRequest, sessions: ConsoleSe
   const route = request.routeOptions.url ?? "";
   const storeId = (request.params as { storeId?: unknown } | undefined)?.storeId;
   if (route.startsWith("/api/admin/stores/:storeId")) {
-    if (typeof storeId !== "string" || !session.stores.includes(storeId)) throw new AppError("store_not_found", `No store ${String(storeId)}`, { param: "storeId" });
+    if (!canSeeStore(session, storeId)) throw new AppError("store_not_found", `No store ${String(storeId)}`, { param: "storeId" });
     return;
   }
   if (!LOGIN_STORELESS.has(`${request.method} ${route}`)) throw new AppError("forbidden", "A console login cannot use this operation");

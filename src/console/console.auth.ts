@@ -5,7 +5,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../errors.ts";
-import type { ConsoleSession } from "./console.service.ts";
+import type { ConsoleService, ConsoleSession } from "./console.service.ts";
 
 export const SESSION_COOKIE = "storefront_session";
 
@@ -60,3 +60,22 @@ export function checkCsrf(request: FastifyRequest, session: ConsoleSession): voi
     throw new AppError("csrf_failed", "Missing or wrong x-csrf-token: take it from GET /console/api/session");
   }
 }
+
+/**
+ * onRequest hook for console-only routes under /console/api: a live session (401 otherwise), the CSRF
+ * rules for writes, and a `:storeId` in the route limited to the session's stores (404 otherwise).
+ */
+export function requireConsoleSession(sessions: ConsoleService) {
+  return async function consoleSessionHook(request: FastifyRequest): Promise<void> {
+    const cookie = readCookie(request, SESSION_COOKIE);
+    const session = cookie === null ? null : await sessions.authenticate(cookie);
+    if (session === null) throw new AppError("unauthorized", "Not signed in to the console, or the session has ended");
+    checkCsrf(request, session);
+    request.consoleSession = session;
+    const storeId = (request.params as { storeId?: unknown } | undefined)?.storeId;
+    if (storeId !== undefined && !canSeeStore(session, storeId)) throw new AppError("store_not_found", `No store ${String(storeId)}`, { param: "storeId" });
+  };
+}
+
+export const canSeeStore = (session: ConsoleSession, storeId: unknown): boolean =>
+  typeof storeId === "string" && (session.stores === null || session.stores.includes(storeId));

@@ -2,9 +2,14 @@
 // wrong password, the sign-in limit), the cookie's flags, CSRF on every write, idle and absolute expiry,
 // a login kept to its own stores, and the assets (compressed, immutable, CSP on every response).
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { CONSOLE_CSP } from "../../src/console/console.routes.ts";
+import { jsonOf, runCli } from "../helpers/cli.ts";
 import { ADMIN_TOKEN, createHarness, expectStatus, type Harness } from "../helpers/harness.ts";
 
 const HOST = "console.test:3000";
@@ -249,5 +254,29 @@ describe("console pages and assets", () => {
       expectStatus(cached, 304);
     }
     expectStatus(await h.app.inject({ method: "GET", url: "/console/assets/app-NOPE.js" }), 404);
+  });
+});
+
+describe("storefront console users", () => {
+  test("add reads the password from standard input, list shows the login and its stores, remove deletes it", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-console-cli-"));
+    const env = { DATABASE_URL: `sqlite:${path.join(dir, "cli.db")}`, SECRETS_KEY: randomBytes(32).toString("hex") };
+    try {
+      const store = jsonOf<{ id: string }>(await runCli(["stores", "create", "CLI shop"], { env }));
+      const added = jsonOf<{ email: string; stores: string[] }>(await runCli(["console", "users", "add", "Cli@Example.com", "--store", store.id, "--json"], { env, input: `${PASSWORD}\n` }));
+      assert.deepEqual({ email: added.email, stores: added.stores }, { email: "cli@example.com", stores: [store.id] });
+      const short = await runCli(["console", "users", "add", "b@example.com", "--store", store.id], { env, input: "short\n" });
+      assert.equal(short.code, 1);
+      assert.match(short.stderr, /at least 10 characters/);
+      const unknownStore = await runCli(["console", "users", "add", "c@example.com", "--store", "st_nope"], { env, input: `${PASSWORD}\n` });
+      assert.match(unknownStore.stderr, /store_not_found/);
+      const listed = jsonOf<{ data: { email: string; stores: string[] }[] }>(await runCli(["console", "users", "list", "--json"], { env }));
+      assert.deepEqual(listed.data.map((u) => u.email), ["cli@example.com"]);
+      assert.doesNotMatch(JSON.stringify(listed), /scrypt|password/i, "no hash is shown");
+      jsonOf(await runCli(["console", "users", "remove", "cli@example.com", "--json"], { env }));
+      assert.deepEqual(jsonOf<{ data: unknown[] }>(await runCli(["console", "users", "list", "--json"], { env })).data, []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
