@@ -72,6 +72,19 @@ function completionSource(list: Global[]) {
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
 
+// CodeMirror adds its styles with a <style> element in a document, which the console's CSP
+// (style-src 'self') blocks; inside a shadow root it uses a constructed style sheet
+// (adoptedStyleSheets), which the CSP allows. So each editor lives in a shadow root: no nonce needed.
+function shadowHost(host: HTMLElement): ShadowRoot {
+  return host.shadowRoot ?? host.attachShadow({ mode: "open" });
+}
+
+const editorTheme = EditorView.theme({
+  "&": { height: "560px", backgroundColor: "#fff", fontSize: "13px" },
+  ".cm-scroller": { fontFamily: 'ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace' },
+});
+const diffTheme = EditorView.theme({ ".cm-scroller": { fontFamily: 'ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace' } });
+
 export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const name = ctx.params.name ?? "";
   const pluginPath = adminPath(ctx.storeId, "plugins", name);
@@ -115,7 +128,8 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
         }
         const e = r.errors[0]!;
         compile.className = "error";
-        compile.textContent = e.line === null ? e.message : `line ${e.line}: ${e.message}`;
+        const at = e.line;
+        replace(compile, at === null ? null : h("button", { type: "button", class: "secondary", "data-testid": "compile-jump", on: { click: () => jumpTo(at) } }, `line ${at}`), " ", e.message);
         const line = v.state.doc.line(Math.max(1, Math.min(e.line ?? 1, v.state.doc.lines)));
         return [{ from: line.from, to: Math.max(line.to, line.from), severity: "error", message: e.message }];
       } catch {
@@ -188,18 +202,20 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     );
     if (!view) {
       const list = await (globals ??= api<{ data: Global[] }>("GET", "/console/api/globals").then((r) => r.data));
+      const shadow = shadowHost(editorBox);
       view = new EditorView({
-        parent: editorBox,
+        parent: shadow,
+        root: shadow,
         state: EditorState.create({
           doc: p.source,
           extensions: [
             basicSetup,
             StreamLanguage.define(lua),
-            EditorState.languageData.of(() => [{ autocomplete: completionSource(list) }]),
-            autocompletion({ activateOnTyping: true }),
+            autocompletion({ override: [completionSource(list)] }),
             lintGutter(),
             checkLinter,
             EditorState.tabSize.of(2),
+            editorTheme,
           ],
         }),
       });
@@ -270,8 +286,9 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     diffBox.append(h("p", { class: "muted" }, `v${a} (left) → v${b} (right)`));
     const host = h("div", { class: "editor", "data-testid": "diff" });
     diffBox.append(host);
-    const readOnly = [basicSetup, StreamLanguage.define(lua), EditorState.readOnly.of(true), EditorView.editable.of(false)];
-    views.push(new MergeView({ a: { doc: left!.source, extensions: readOnly }, b: { doc: right!.source, extensions: readOnly }, parent: host }));
+    const readOnly = [basicSetup, StreamLanguage.define(lua), EditorState.readOnly.of(true), EditorView.editable.of(false), diffTheme];
+    const shadow = shadowHost(host);
+    views.push(new MergeView({ a: { doc: left!.source, extensions: readOnly }, b: { doc: right!.source, extensions: readOnly }, parent: shadow, root: shadow }));
   };
 
   mountBench(bench, ctx, name, () => view?.state.doc.toString() ?? "", jumpTo, fail);

@@ -39,7 +39,7 @@ export function mount(root: HTMLElement, ctx: PageContext): void {
   const list = h("div", { "data-testid": "plugins-list" }, h("p", { class: "muted" }, "Loading…"));
   const message = h("p", { class: "status-line", role: "status" });
   const catalog = h("select", { name: "catalog", "aria-label": "Catalogue plugin" });
-  const name = h("input", { name: "name", placeholder: "name (as in the webhook URL)", required: true, pattern: "[A-Za-z0-9_.-]+" });
+  const name = h("input", { name: "name", placeholder: "name (as in the webhook URL)", required: true, pattern: "[A-Za-z0-9_.\\-]+" });
   const secrets = h("textarea", { name: "secrets", rows: 3, placeholder: "signingSecret=…   (one NAME=value per line; stored encrypted, never shown again)" });
   const install = h("button", { type: "submit" }, "Install");
   const fail = (err: unknown) => {
