@@ -185,6 +185,8 @@ document.addEventListener("click", (event) => {
 });
 window.addEventListener("popstate", () => void render());
 setUnauthorizedHandler(() => {
+  // Several requests of a page may fail at once: the first one goes to sign-in, remembering the page.
+  if (location.pathname === "/console/signin") return;
   setSession(null);
   stores = null;
   navigate(`/console/signin?expired=1&next=${encodeURIComponent(location.pathname)}`);

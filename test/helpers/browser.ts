@@ -48,7 +48,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("console", (m) => {
-    if (m.type() === "error" && !/status of (401|403|404|422) /.test(m.text())) problems.push(`console: ${m.text()}`);
+    if (m.type() === "error" && !/status of (401|403|404|422) /.test(m.text())) problems.push(`console: ${m.text()} at ${m.location().url}:${m.location().lineNumber}`);
   });
   page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
   mkdirSync(ARTIFACTS, { recursive: true });
