@@ -13,6 +13,7 @@ import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
 import * as m0009 from "./migrations/0009_read_model.ts";
 import * as m0010 from "./migrations/0010_id_filter_in_page_order.ts";
+import * as m0011 from "./migrations/0011_console.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -32,6 +33,7 @@ const migrations: Record<string, MigrationModule> = {
   "0008_operator": m0008,
   "0009_read_model": m0009,
   "0010_id_filter_in_page_order": m0010,
+  "0011_console": m0011,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
