@@ -12,6 +12,7 @@ import * as m0006 from "./migrations/0006_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
 import * as m0009 from "./migrations/0009_read_model.ts";
+import * as m0011 from "./migrations/0011_event_invoice.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -30,6 +31,7 @@ const migrations: Record<string, MigrationModule> = {
   "0007_key_api_version": m0007,
   "0008_operator": m0008,
   "0009_read_model": m0009,
+  "0011_event_invoice": m0011,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
