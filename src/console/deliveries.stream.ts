@@ -3,7 +3,8 @@
 // received the webhook. One `delivery` event per new delivery (its summary, as the list shows it), a
 // comment every 15 s so proxies and the browser keep the connection, and the poller stops when the client
 // goes or the server closes.
-import type { FastifyReply, FastifyRequest } from "fastify";
+import { PassThrough, type Readable } from "node:stream";
+import type { FastifyBaseLogger } from "fastify";
 import { followDeliveries } from "../plugins/deliveries.follow.ts";
 import type { DeliveryFilters } from "../plugins/deliveries.repository.ts";
 import type { Services } from "../services.ts";
@@ -17,8 +18,11 @@ export interface StreamOptions {
 }
 
 export interface DeliveryStreams {
-  /** Answers the request with the live stream of the store's new deliveries (the store was checked). */
-  open(request: FastifyRequest, reply: FastifyReply, storeId: string, filters: DeliveryFilters, headers: Record<string, string>): void;
+  /**
+   * The live stream of the store's new deliveries, as the body of a `text/event-stream` answer (the caller
+   * checked the store). It ends when `signal` aborts (the client went) or on closeAll.
+   */
+  open(storeId: string, filters: DeliveryFilters, signal: AbortSignal, log: FastifyBaseLogger): Readable;
   /** Ends every open stream (server shutdown: an open stream would hold the server open). */
   closeAll(): void;
   readonly size: number;
@@ -36,29 +40,22 @@ export function createDeliveryStreams(services: Services, options: Partial<Strea
     closeAll() {
       for (const stop of open) stop.abort();
     },
-    open(request, reply, storeId, filters, headers) {
+    open(storeId, filters, signal, log) {
       const stop = new AbortController();
       open.add(stop);
-      // Past this point Fastify sends nothing: the headers its hooks would add are the caller's to pass.
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        ...headers,
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-        "x-request-id": request.id,
-      });
-      // No retry storm: the browser reconnects after 3 s if the connection drops.
-      res.write("retry: 3000\n: live\n\n");
-      const heartbeat = setInterval(() => res.write(": heartbeat\n\n"), heartbeatMs);
+      const out = new PassThrough();
+      // The browser reconnects 3 s after the connection drops; a comment goes out at once so the answer starts.
+      out.write("retry: 3000\n: live\n\n");
+      const heartbeat = setInterval(() => out.write(": heartbeat\n\n"), heartbeatMs);
       const end = () => stop.abort();
-      request.raw.once("close", end);
-      res.once("close", end);
+      if (signal.aborted) end();
+      else signal.addEventListener("abort", end, { once: true });
+      out.once("close", end);
       stop.signal.addEventListener("abort", () => {
         clearInterval(heartbeat);
+        signal.removeEventListener("abort", end);
         open.delete(stop);
-        if (!res.writableEnded) res.end();
+        out.end();
       });
 
       followDeliveries(services.deliveries, storeId, filters, {
@@ -69,16 +66,17 @@ export function createDeliveryStreams(services: Services, options: Partial<Strea
         signal: stop.signal,
         now: services.now,
         onDelivery: (d) => {
-          if (!stop.signal.aborted) res.write(`event: delivery\nid: ${d.id}\ndata: ${JSON.stringify(d)}\n\n`);
+          if (!stop.signal.aborted) out.write(`event: delivery\nid: ${d.id}\ndata: ${JSON.stringify(d)}\n\n`);
         },
       }).then(
         () => stop.abort(),
         (err: unknown) => {
-          // The database went away: end the stream, the browser reconnects and the page says so meanwhile.
-          request.log.warn({ err }, "delivery stream ended");
+          // The database went away: end the stream; the browser reconnects and the page says so meanwhile.
+          log.warn({ err }, "delivery stream ended");
           stop.abort();
         },
       );
+      return out;
     },
   };
 }

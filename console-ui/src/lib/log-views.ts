@@ -1,6 +1,7 @@
 // Small views shared by the deliveries and events pages: tables, key/value lists, in-app links, outcome
 // badges, and the text, hex and base64 views of a body. Everything goes through h(), so what came from
 // outside is only ever text.
+import "./log-views.css";
 import { ApiError } from "./api.ts";
 import { h, type Child } from "./dom.ts";
 
@@ -37,7 +38,7 @@ const GOOD = new Set(["applied", "already_applied", "duplicate_event", "succeede
 const BAD = new Set(["plugin_error", "plugin_timeout", "invalid_transition", "invoice_not_found", "plugin_not_found", "secrets_unavailable", "exhausted", "gone"]);
 
 export function outcomeBadge(outcome: string): HTMLSpanElement {
-  const tone = GOOD.has(outcome) ? "good" : BAD.has(outcome) ? "bad" : "warn";
+  const tone = GOOD.has(outcome) ? "ok" : BAD.has(outcome) ? "bad" : "warn";
   return h("span", { class: `badge ${tone}` }, outcome);
 }
 

@@ -123,7 +123,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
                 h("span", { class: "mono wrap" }, ep.url),
                 ep.description,
                 ep.types.length === 0 ? "all" : ep.types.join(", "),
-                ep.enabled ? h("span", { class: "badge good" }, "enabled") : [h("span", { class: "badge bad" }, "disabled"), " ", ep.disabledReason ?? ""],
+                ep.enabled ? h("span", { class: "badge ok" }, "enabled") : [h("span", { class: "badge bad" }, "disabled"), " ", ep.disabledReason ?? ""],
                 ep.apiVersion,
                 h("button", { type: "button", class: "secondary", on: { click: () => void showEndpointAttempts(ep) } }, "Attempts"),
               ]),
