@@ -48,7 +48,8 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
 
         const gone = new AbortController();
         reply.raw.once("close", () => gone.abort());
-        const body = streams.open(storeId, filters, gone.signal, request.log);
+        // A stream: Fastify pipes it (the schema's string type describes what the client reads).
+        const body = streams.open(storeId, filters, gone.signal, request.log) as unknown as string;
         return reply.header("cache-control", "no-store").header("x-accel-buffering", "no").type("text/event-stream; charset=utf-8").send(body);
       },
     );
