@@ -26,6 +26,28 @@ export default tseslint.config(
     },
   },
   {
+    // The console renders strangers' data (delivery bodies, headers, logs): text nodes only, via lib/dom.ts's h().
+    files: ["console-ui/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ExportDefaultDeclaration", message: "Named exports only." },
+        { selector: "MemberExpression[property.name=/^(innerHTML|outerHTML)$/]", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { selector: "CallExpression[callee.property.name=/^(insertAdjacentHTML|createContextualFragment|setHTMLUnsafe|parseHTMLUnsafe)$/]", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { selector: "CallExpression[callee.object.name='document'][callee.property.name=/^(write|writeln)$/]", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { selector: "CallExpression[callee.property.name='setAttribute'][arguments.0.value=/^on|^style$|^href$|^src$/i]", message: "Event handlers, styles and URLs go through h() from lib/dom.ts." },
+      ],
+      "no-restricted-properties": [
+        "error",
+        { property: "innerHTML", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { property: "outerHTML", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { property: "insertAdjacentHTML", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { object: "document", property: "write", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+        { object: "document", property: "writeln", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+      ],
+    },
+  },
+  {
     files: ["eslint.config.js"],
     rules: { "no-restricted-syntax": "off" },
   },

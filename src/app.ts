@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
+import { consoleRoutes } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./customers/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
@@ -104,6 +105,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     const statuses = [500, 503];
     if (route.url.includes(":")) statuses.push(414);
     if (guardsSignIn(route.url) || route.url.startsWith("/api/paymentPlugins")) statuses.push(429);
+    // Called from the console: a write without its CSRF token, or a login outside its stores' routes.
+    if (route.url.startsWith("/api/admin")) statuses.push(403);
     for (const status of statuses) schema.response[status] ??= Type.Ref("Error");
   });
   app.addSchema(ErrorSchema);
@@ -170,6 +173,12 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         securitySchemes: {
           apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "A store's API key, raw or as `Bearer <key>`." },
           adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
+          consoleSession: {
+            type: "apiKey",
+            in: "cookie",
+            name: "storefront_session",
+            description: "The console's session (POST /console/api/session). Writes also need x-csrf-token; a console login reaches only its own stores.",
+          },
         },
       },
     },
@@ -194,6 +203,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(eventsRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(adminRoutes(services), { prefix: "/api/admin" });
   await app.register(webhookRoutes(services), { prefix: "/api" });
+  await app.register(consoleRoutes(services), { prefix: "/console" });
 
   return app;
 }

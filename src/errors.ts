@@ -6,6 +6,7 @@ export const errorStatus = {
   unauthorized: 401,
   webhook_rejected: 401,
   forbidden: 403,
+  csrf_failed: 403,
   not_found: 404,
   store_not_found: 404,
   customer_not_found: 404,

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { addJsonOptions, reportCliError } from "./cli/context.ts";
+import { registerConsoleCommands } from "./cli/console.commands.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
 import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
 import { registerEventCommands } from "./cli/events.commands.ts";
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerInvoiceCommands(program);
   registerSecretsCommands(program);
   registerEventCommands(program);
+  registerConsoleCommands(program);
   // Every command that prints a result takes --json; `serve` prints logs, which are JSON lines already.
   addJsonOptions(program, ["serve"]);
   return program;

@@ -23,6 +23,7 @@ import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.servic
 import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createStoresService, type StoresService } from "./stores/stores.service.ts";
+import { createConsoleService, type ConsoleService } from "./console/console.service.ts";
 
 export interface RouteRateLimit {
   max: number;
@@ -48,6 +49,8 @@ export interface Services {
   /** Read API pages, built on reader threads (READ_THREADS). */
   reads: ReadsService;
   sandbox: Sandbox;
+  /** The console's logins and sessions. */
+  console: ConsoleService;
   metrics: Metrics;
   /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
   limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
@@ -139,11 +142,12 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
   const customersRepo = createCustomersRepository(db.kysely, db.dialect);
+  const stores = createStoresService(db.kysely, now);
   const reads = createReadsService({ database: config.database, threads: config.readThreads, nice: config.readThreadsNice, repos: { customers: customersRepo, invoices: invoicesRepo } });
   return {
     config,
     db,
-    stores: createStoresService(db.kysely, now),
+    stores,
     customers: { ...customersRepo, ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
     invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
@@ -154,6 +158,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     dispatcher,
     reads,
     sandbox,
+    console: createConsoleService({ db: db.kysely, stores, adminToken: config.adminToken, idleMinutes: config.consoleSessionIdleMinutes, now }),
     limits: {
       authFailures: createAttemptLimiter(config.authFailureLimit),
       webhookVerified: createAttemptLimiter(config.webhookRateLimit),

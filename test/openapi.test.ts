@@ -43,12 +43,12 @@ describe("the served OpenAPI document", () => {
 
   const operations = () => Object.entries(doc.paths).flatMap(([path, ops]) => METHODS.filter((m) => ops[m]).map((m) => ({ path, method: m, op: ops[m]! })));
 
-  test("every operation: a unique operationId, security (empty only on the probes and the webhook), described responses", () => {
+  test("every operation: a unique operationId, security (empty only on the probes, the webhook and the console's sign-in), described responses", () => {
     const ids = operations().map((o) => o.op.operationId);
     assert.ok(ids.every((id) => typeof id === "string" && /^[a-z][A-Za-z0-9]+$/.test(id)), ids.join(", "));
     assert.equal(new Set(ids).size, ids.length, "unique");
     const publicOps = operations().filter((o) => o.op.security!.length === 0).map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
-    assert.deepEqual(publicOps, ["GET /healthz", "GET /metrics", "GET /readyz", "POST /api/paymentPlugins"]);
+    assert.deepEqual(publicOps, ["GET /healthz", "GET /metrics", "GET /readyz", "POST /api/paymentPlugins", "POST /console/api/session"]);
     for (const { path, method, op } of operations()) {
       for (const [status, r] of Object.entries(op.responses)) assert.notEqual(r.description, "Default Response", `${method} ${path} ${status}`);
       if (op.security!.length > 0) assert.ok(op.responses["401"], `${method} ${path} lists 401`);

@@ -31,7 +31,7 @@ const KeyInfoSchema = Type.Object({
 
 export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.addHook("onRequest", requireAdmin(services.config.adminToken));
+    app.addHook("onRequest", requireAdmin(services.config.adminToken, services.console));
     const security = [{ adminToken: [] }];
     const tags = ["admin"];
 
@@ -52,7 +52,12 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       "/stores",
       { schema: { tags, security, summary: "List stores", response: { 200: Type.Object({ data: Type.Array(StoreSchema) }) } } },
-      async () => ({ data: await services.stores.listStores() }),
+      async (request) => {
+        const stores = await services.stores.listStores();
+        // A console login sees only its own stores.
+        const allowed = request.consoleSession?.stores ?? null;
+        return { data: allowed === null ? stores : stores.filter((s) => allowed.includes(s.id)) };
+      },
     );
 
     app.post(

@@ -16,6 +16,9 @@ export function registerServeCommand(program: Command): void {
       const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true });
       const { buildApp } = await import("../app.ts");
       const app = await buildApp(services);
+      // The console's bundle is built now, not on its first visitor's request.
+      const { consoleBundle } = await import("../console/console.assets.ts");
+      await consoleBundle();
       // Delivery and event retention: once at start, then hourly.
       const prune = () => {
         services.webhooks

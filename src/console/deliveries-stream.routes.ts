@@ -3,12 +3,11 @@
 // own stores (any other is answered 404, as if it did not exist).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { AppError } from "../errors.ts";
 import { errorResponses } from "../lib/schemas.ts";
 import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
 import { DeliveryListQuerySchema } from "../plugins/deliveries.routes.ts";
 import type { Services } from "../services.ts";
-import { SESSION_COOKIE, readCookie } from "./console.auth.ts";
+import { requireConsoleSession } from "./console.auth.ts";
 import { createDeliveryStreams, type StreamOptions } from "./deliveries.stream.ts";
 
 const { pluginName, outcome, invoiceId } = DeliveryListQuerySchema.properties;
@@ -22,6 +21,7 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
     app.get(
       "/api/stores/:storeId/deliveries/stream",
       {
+        onRequest: requireConsoleSession(services.console),
         schema: {
           tags: ["console"],
           summary: "New deliveries of a store as they arrive (Server-Sent Events)",
@@ -38,11 +38,7 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
         },
       },
       async (request, reply) => {
-        const cookie = readCookie(request, SESSION_COOKIE);
-        const session = cookie === null ? null : await services.console.authenticate(cookie);
-        if (session === null) throw new AppError("unauthorized", "Not signed in to the console");
         const { storeId } = request.params;
-        if (session.stores !== null && !session.stores.includes(storeId)) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
         await services.stores.requireStore(storeId);
         const filters = parseDeliveryFilters(request.query, services.now());
 

@@ -12,6 +12,7 @@ import * as m0006 from "./migrations/0006_events.ts";
 import * as m0007 from "./migrations/0007_key_api_version.ts";
 import * as m0008 from "./migrations/0008_operator.ts";
 import * as m0009 from "./migrations/0009_read_model.ts";
+import * as m0010 from "./migrations/0010_console.ts";
 import * as m0011 from "./migrations/0011_event_invoice.ts";
 
 export interface MigrationContext {
@@ -31,6 +32,7 @@ const migrations: Record<string, MigrationModule> = {
   "0007_key_api_version": m0007,
   "0008_operator": m0008,
   "0009_read_model": m0009,
+  "0010_console": m0010,
   "0011_event_invoice": m0011,
 };
 

@@ -236,6 +236,24 @@ export interface ViewsTable {
   body: string;
 }
 
+export interface ConsoleUsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  /** Space-separated store ids. */
+  stores: string;
+  created_at: number;
+}
+
+export interface ConsoleSessionsTable {
+  id_hash: string;
+  user_id: string | null;
+  csrf_token: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+}
+
 export interface Database {
   stores: StoresTable;
   api_keys: ApiKeysTable;
@@ -258,4 +276,6 @@ export interface Database {
   event_attempts: EventAttemptsTable;
   customer_views: ViewsTable;
   invoice_views: ViewsTable;
+  console_users: ConsoleUsersTable;
+  console_sessions: ConsoleSessionsTable;
 }

@@ -10,7 +10,7 @@ export function randomBase32(length: number): string {
   return out;
 }
 
-export type IdPrefix = "st" | "key" | "cus" | "inv" | "rev" | "ses" | "dlv" | "plg" | "evt" | "ep" | "edl" | "att";
+export type IdPrefix = "st" | "key" | "cus" | "inv" | "rev" | "ses" | "dlv" | "plg" | "evt" | "ep" | "edl" | "att" | "cu";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase32(20)}`;

@@ -122,6 +122,8 @@ export function completeOpenApi<T extends Json>(doc: T, options: CompleteOptions
       }
       // No security declared: the route is public (its own checks, if any, are in its description).
       op.security ??= [];
+      // The console's session cookie is accepted wherever the admin token is (src/admin/admin.auth.ts).
+      if (op.security.some((s) => "adminToken" in s) && !op.security.some((s) => "consoleSession" in s)) op.security.push({ consoleSession: [] });
       op.responses ??= {};
       if (op.security.length > 0 && op.responses["401"] === undefined) {
         op.responses["401"] = { content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };

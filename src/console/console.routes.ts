@@ -1,0 +1,158 @@
+// The console's HTTP side under /console: the HTML shell for every client route, the bundled assets,
+// and /console/api/session (who is signed in, sign in, sign out). Every response carries a strict
+// Content Security Policy; the pages call the admin API with the session cookie (see admin.auth.ts).
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { AppError } from "../errors.ts";
+import { clientBucket } from "../lib/attempt-limiter.ts";
+import { Nullable, errorResponses } from "../lib/schemas.ts";
+import type { Services } from "../services.ts";
+import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
+import { deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
+import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, setSessionCookie } from "./console.auth.ts";
+import type { ConsoleSession } from "./console.service.ts";
+
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const SessionSchema = Type.Object({
+  kind: Type.String({ enum: ["admin", "user"], description: "Signed in with the admin token (every store) or a console login." }),
+  email: Nullable(Type.String()),
+  stores: Nullable(Type.Array(Type.String(), { description: "The stores this session may see; null: every store." })),
+  csrfToken: Type.String({ description: "Send as x-csrf-token on every request that changes something." }),
+  expiresAt: Type.String({ format: "date-time", description: "When the session ends unless used before (idle timeout, 12 h at most)." }),
+});
+
+const sessionView = (s: ConsoleSession) => ({ kind: s.kind, email: s.email, stores: s.stores, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
+
+export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const tags = ["console"];
+    app.addHook("onSend", async (_request, reply) => {
+      reply.header("content-security-policy", CONSOLE_CSP);
+      reply.header("x-content-type-options", "nosniff");
+      reply.header("referrer-policy", "no-referrer");
+      reply.header("cross-origin-opener-policy", "same-origin");
+    });
+
+    const currentSession = async (request: FastifyRequest) => {
+      const cookie = readCookie(request, SESSION_COOKIE);
+      return cookie === null ? null : services.console.authenticate(cookie);
+    };
+
+    app.get(
+      "/api/session",
+      { schema: { tags, summary: "The console session of this browser", security: [{ consoleSession: [] }], response: { 200: SessionSchema, ...errorResponses(401) } } },
+      async (request) => {
+        const session = await currentSession(request);
+        if (session === null) throw new AppError("unauthorized", "Not signed in");
+        return sessionView(session);
+      },
+    );
+
+    app.post(
+      "/api/session",
+      {
+        schema: {
+          tags,
+          summary: "Sign in to the console",
+          description: "With the admin token (`{token}`: every store) or a console login (`{email, password}`, created by `storefront console users add`: its stores). Sets the `storefront_session` cookie. Failed attempts count against the per-address sign-in limit.",
+          security: [],
+          body: Type.Union([
+            Type.Object({ token: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false }),
+            Type.Object({ email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false }),
+          ]),
+          response: { 200: SessionSchema, ...errorResponses(400, 401, 403, 429) },
+        },
+      },
+      async (request, reply) => {
+        checkOrigin(request);
+        const bucket = clientBucket(request.ip);
+        const wait = services.limits.authFailures.wait(bucket);
+        if (wait > 0) {
+          reply.header("retry-after", String(wait));
+          throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
+        }
+        const body = request.body;
+        const opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
+        if (opened === null) {
+          services.limits.authFailures.hit(bucket);
+          throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
+        }
+        setSessionCookie(request, reply, opened.cookie);
+        return sessionView(opened.session);
+      },
+    );
+
+    app.delete(
+      "/api/session",
+      { schema: { tags, summary: "Sign out of the console", security: [{ consoleSession: [] }], response: { 204: Type.Null({ description: "Signed out." }), ...errorResponses(401, 403) } } },
+      async (request, reply) => {
+        const cookie = readCookie(request, SESSION_COOKIE);
+        const session = cookie === null ? null : await services.console.authenticate(cookie);
+        if (cookie === null || session === null) throw new AppError("unauthorized", "Not signed in");
+        checkCsrf(request, session);
+        await services.console.signOut(cookie);
+        clearSessionCookie(request, reply);
+        return reply.code(204).send(null);
+      },
+    );
+
+    await app.register(deliveriesStreamRoutes(services));
+
+    app.get("/assets/:file", { schema: { hide: true } }, async (request, reply) => {
+      const { file } = request.params as { file: string };
+      const bundle = await consoleBundle();
+      const found = bundle.byName.get(file);
+      if (!found) throw new AppError("not_found", `No console asset ${file}`);
+      return sendAsset(request, reply, found);
+    });
+
+    const shell = async (request: FastifyRequest, reply: FastifyReply) => {
+      const path = request.url.split("?")[0]!;
+      if (path.startsWith("/console/api/") || path.startsWith("/console/assets/")) throw new AppError("not_found", `No route ${request.method} ${path}`);
+      const bundle = await consoleBundle();
+      return reply.header("cache-control", "no-store").type("text/html; charset=utf-8").send(shellHtml(bundle.script, bundle.style));
+    };
+    app.get("/", { schema: { hide: true } }, shell);
+    app.get("/*", { schema: { hide: true } }, shell);
+  };
+}
+
+function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: ConsoleAsset) {
+  reply
+    .header("cache-control", "public, max-age=31536000, immutable")
+    .header("vary", "Accept-Encoding")
+    .header("etag", asset.etag)
+    .type(asset.contentType);
+  if (request.headers["if-none-match"] === asset.etag) return reply.code(304).send();
+  const accepted = String(request.headers["accept-encoding"] ?? "");
+  if (accepts(accepted, "br")) return reply.header("content-encoding", "br").send(asset.br);
+  if (accepts(accepted, "gzip")) return reply.header("content-encoding", "gzip").send(asset.gzip);
+  return reply.send(asset.identity);
+}
+
+function accepts(header: string, coding: string): boolean {
+  return header
+    .split(",")
+    .map((p) => p.trim().split(";"))
+    .some(([name, ...params]) => name?.trim().toLowerCase() === coding && !params.some((p) => /^\s*q=0(\.0*)?\s*$/.test(p)));
+}
+
+const shellHtml = (script: string, style: string) =>
+  `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>storefront console</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/console/assets/${style}">
+<script type="module" src="/console/assets/${script}"></script>
+</head>
+<body>
+<div id="app"></div>
+</body>
+</html>
+`;

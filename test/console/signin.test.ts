@@ -1,0 +1,79 @@
+// The console in a real browser: signing in (admin token and login, wrong password), CSRF rejection of a
+// forged write, and a session that ends while the page is open (the next request goes to sign-in).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { browserSkip, type ConsoleRig, screenshot, signIn, startConsole } from "../helpers/browser.ts";
+import { ADMIN_TOKEN } from "../helpers/harness.ts";
+
+const PASSWORD = "a long enough password";
+/** What page.evaluate's callbacks use of the page (the tests compile without the DOM library). */
+declare const document: { querySelector(selector: string): { textContent: string | null } | null; cookie: string };
+
+describe("console sign-in in the browser", { skip: browserSkip }, () => {
+  let rig: ConsoleRig;
+  let storeId: string;
+  before(async () => {
+    rig = await startConsole({ CONSOLE_SESSION_IDLE_MINUTES: "30" });
+    storeId = (await rig.h.store("Browser shop")).id;
+    await rig.h.store("Someone else's shop");
+    await rig.h.services.console.addUser("merchant@example.com", PASSWORD, [storeId]);
+  });
+  after(() => rig?.close());
+
+  test("an unsigned visitor is sent to sign-in; a wrong password says so; the right one opens the store's plugins", async () => {
+    const { page, base } = rig;
+    const started = Date.now();
+    await page.goto(`${base}/console`);
+    await page.waitForSelector('[data-testid="signin-login"]');
+    const coldMs = Date.now() - started;
+    assert.ok(coldMs < 3000, `sign-in page in ${coldMs} ms`);
+    await screenshot(page, "signin");
+    await page.locator('[data-testid="signin-login"] input[name="email"]').fill("merchant@example.com");
+    await page.locator('[data-testid="signin-login"] input[name="password"]').fill("not the password");
+    await page.locator('[data-testid="signin-login"] button').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="signin-error"]')?.textContent?.includes("Wrong e-mail or password"));
+    await signIn(rig, { email: "merchant@example.com", password: PASSWORD });
+    assert.equal(new URL(page.url()).pathname, `/console/stores/${storeId}/plugins`);
+    const options = await page.locator('[data-testid="store-picker"] option').allTextContents();
+    assert.deepEqual(options, [`Browser shop (${storeId})`], "a login sees only its store");
+    const cookies = await rig.context.cookies();
+    const session = cookies.find((c) => c.name === "storefront_session");
+    assert.ok(session);
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, "Strict");
+    assert.equal(await page.evaluate(() => document.cookie), "", "the session cookie is out of the page's reach");
+    await screenshot(page, "plugins-empty");
+    assert.deepEqual(rig.problems, []);
+  });
+
+  test("a write without the CSRF token is refused even with the session cookie; with it, it goes through", async () => {
+    const { page } = rig;
+    const forged = await page.evaluate(async (id) => {
+      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ catalog: "generic-hmac" }) });
+      return { status: r.status, body: (await r.json()) as { error: { code: string } } };
+    }, storeId);
+    assert.equal(forged.status, 403);
+    assert.equal(forged.body.error.code, "csrf_failed");
+    const real = await page.evaluate(async (id) => {
+      const s = (await (await fetch("/console/api/session")).json()) as { csrfToken: string };
+      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json", "x-csrf-token": s.csrfToken }, body: JSON.stringify({ catalog: "generic-hmac", enabled: false }) });
+      return r.status;
+    }, storeId);
+    assert.equal(real, 201);
+  });
+
+  test("a session idle past its limit ends: the next navigation shows sign-in with a notice, and signing in again returns to the page", async () => {
+    const { page, base } = rig;
+    rig.h.clock.advance(31 * 60_000);
+    await page.locator("header nav a", { hasText: "Plugins" }).click();
+    await page.waitForSelector('[data-testid="signin-error"]:has-text("session has ended")');
+    assert.match(page.url(), /\/console\/signin\?expired=1&next=/);
+    await screenshot(page, "signin-expired");
+    await page.locator('[data-testid="signin-token"] input[name="token"]').fill(ADMIN_TOKEN);
+    await page.locator('[data-testid="signin-token"] button').click();
+    await page.waitForSelector('[data-testid="store-picker"]');
+    assert.equal(new URL(page.url()).pathname, `/console/stores/${storeId}/plugins`);
+    assert.equal(await page.locator('[data-testid="store-picker"] option').count(), 2, "the admin token sees every store");
+    assert.ok(base);
+  });
+});
