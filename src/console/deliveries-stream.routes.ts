@@ -23,12 +23,13 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
       {
         onRequest: requireConsoleSession(services.console),
         schema: {
+          operationId: "streamDeliveries",
           tags: ["console"],
           summary: "New deliveries of a store as they arrive (Server-Sent Events)",
           description:
             "For the console's signed-in session (cookie). One `delivery` event per new delivery (its summary as the delivery log lists it, its id as the event id), " +
             "narrowed by the same filters as the log; a comment every 15 s keeps the connection. Deliveries already in the log are not sent: list them first.",
-          security: [],
+          security: [{ consoleSession: [] }],
           params: Type.Object({ storeId: Type.String() }),
           querystring: Type.Object({ pluginName, outcome, invoiceId }, { additionalProperties: false }),
           response: {

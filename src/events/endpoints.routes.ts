@@ -108,6 +108,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
       "/stores/:storeId/events",
       {
         schema: {
+          operationId: "listStoreEvents",
           tags,
           security,
           summary: "A store's events, newest first",
