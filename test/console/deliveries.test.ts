@@ -88,8 +88,24 @@ describe("console deliveries and events in the browser", { skip: browserSkip }, 
     assert.equal(await page.evaluate(PWNED), undefined);
   });
 
+  test("a body that is not UTF-8 opens as a hex dump, with base64 beside it", async () => {
+    const { page, base } = rig;
+    const bytes = Buffer.from([0x00, 0xff, 0xfe, 0x3c, 0x62, 0x3e, 0x80]);
+    const r = await deliver(rig.h, store.id, "echo", bytes, { "content-type": "application/octet-stream" });
+    await page.goto(`${base}/console/stores/${store.id}/deliveries/${String(r.headers["x-delivery-id"])}`);
+    const body = page.locator('[data-testid="body"]');
+    await body.waitFor();
+    assert.equal(await body.textContent(), `00000000  ${"00 ff fe 3c 62 3e 80".padEnd(47)}  |...<b>.|`);
+    assert.equal(await page.getByRole("button", { name: "Text" }).count(), 0, "no text view of bytes that are not text");
+    await page.getByText("7 bytes, not UTF-8").waitFor();
+    await page.getByRole("button", { name: "Base64" }).click();
+    assert.equal(await body.textContent(), bytes.toString("base64"));
+    assert.equal(await page.locator('[data-testid="delivery"] b').count(), 0);
+  });
+
   test("replay from the delivery's page records a new delivery and links to it", async () => {
-    const { page } = rig;
+    const { page, base } = rig;
+    await page.goto(`${base}/console/stores/${store.id}/deliveries/${hostileId}`);
     await page.getByTestId("replay").click();
     const link = page.getByTestId("replay-link");
     await link.waitFor();

@@ -118,7 +118,10 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     stream = new EventSource(`/console/api/stores/${encodeURIComponent(storeId)}/deliveries/stream${q}`);
     liveState.textContent = "connecting…";
     stream.addEventListener("open", () => (liveState.textContent = "live"));
-    stream.addEventListener("error", () => (liveState.textContent = "reconnecting…"));
+    stream.addEventListener("error", () => {
+      // CLOSED: refused (the session ended, or the store is gone), and the browser will not try again.
+      liveState.textContent = stream?.readyState === EventSource.CLOSED ? "stopped: reload the page (or sign in again)" : "reconnecting…";
+    });
     stream.addEventListener("delivery", (event) => {
       const d = JSON.parse((event as MessageEvent<string>).data) as DeliverySummary;
       if (tbody.querySelector(`tr[data-delivery-id="${CSS.escape(d.id)}"]`)) return;
