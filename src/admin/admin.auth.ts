@@ -14,7 +14,7 @@ import type { ConsoleService } from "../console/console.service.ts";
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /** Store-less admin routes a console login may call (read-only, nothing of another store in them). */
-const LOGIN_STORELESS = new Set(["GET /api/admin/stores", "GET /api/admin/catalog"]);
+const LOGIN_STORELESS = new Set(["GET /api/admin/stores", "GET /api/admin/catalog", "GET /api/admin/catalog/:name/fixtures"]);
 
 export function requireAdmin(adminToken: string | null, sessions?: ConsoleService) {
   const expected = adminToken === null ? null : digest(adminToken);

@@ -1,7 +1,8 @@
 // The catalogue of reference plugins shipped in plugins-catalog/: `<name>.lua`, installable by name.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadFixtures } from "./plugin-test-runner.ts";
 
 export const CATALOG_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../plugins-catalog");
 
@@ -32,4 +33,36 @@ export function readCatalogPlugin(name: string, dir = CATALOG_DIR): string | nul
   } catch {
     return null;
   }
+}
+
+export interface CatalogFixture {
+  name: string;
+  description: string | null;
+  request: { method: string; headers: Record<string, string>; query: Record<string, string>; body: string; bodyBase64: string | null };
+  receivedAt: string | null;
+  expect: unknown;
+}
+
+/** A catalogue plugin's fixtures as requests to try (secrets left out), or null when there is no such plugin. */
+export function listCatalogFixtures(name: string, dir = CATALOG_DIR): CatalogFixture[] | null {
+  if (readCatalogPlugin(name, dir) === null) return null;
+  const fixtures = path.join(dir, "fixtures", name);
+  if (!statSync(fixtures, { throwIfNoEntry: false })?.isDirectory()) return [];
+  return loadFixtures(fixtures, { env: {}, pluginName: name }).flatMap((load) => {
+    if (!load.ok) return [];
+    const { fixture } = load;
+    const body = fixture.request.body;
+    const utf8 = body.toString("utf8");
+    const text = Buffer.from(utf8, "utf8").equals(body);
+    const raw = JSON.parse(readFileSync(fixture.file, "utf8")) as { expect?: unknown };
+    return [
+      {
+        name: fixture.name,
+        description: fixture.description,
+        request: { method: fixture.request.method, headers: fixture.request.headers, query: fixture.request.query, body: text ? utf8 : "", bodyBase64: text ? null : body.toString("base64") },
+        receivedAt: fixture.now === null ? null : new Date(fixture.now * 1000).toISOString(),
+        expect: raw.expect ?? null,
+      },
+    ];
+  });
 }

@@ -98,6 +98,8 @@ export interface DeliveriesRepository {
     storeId: string,
     id: string,
   ): Promise<{ pluginName: string; method: string; headers: Record<string, string>; query: Record<string, string>; body: Buffer; bodyBytes: number; receivedAt: number } | null>;
+  /** How the plugin's last `last` deliveries ended: a count per outcome, and when the newest arrived. */
+  recentOutcomes(storeId: string, pluginName: string, last: number): Promise<{ total: number; outcomes: Record<string, number>; lastAt: number | null }>;
   pruneOlderThan(cutoffMs: number): Promise<number>;
   /** Deletes each store's oldest deliveries beyond `maxBytes` of bodies kept. */
   pruneStoresOverBytes(maxBytes: number): Promise<number>;
@@ -264,6 +266,21 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
       return Number(res.numDeletedRows);
     },
 
+    async recentOutcomes(storeId, pluginName, last) {
+      // The (store, plugin, created_at) index: the newest `last` rows, nothing else read.
+      const rows = await db
+        .selectFrom("deliveries")
+        .select(["outcome", "created_at"])
+        .where("store_id", "=", storeId)
+        .where("plugin_name", "=", pluginName)
+        .orderBy("created_at", "desc")
+        .orderBy("id", "desc")
+        .limit(last)
+        .execute();
+      const outcomes: Record<string, number> = {};
+      for (const r of rows) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      return { total: rows.length, outcomes, lastAt: rows.length === 0 ? null : Number(rows[0]!.created_at) };
+    },
     async pruneOlderThan(cutoffMs) {
       const res = await db.deleteFrom("deliveries").where("created_at", "<", cutoffMs).executeTakeFirst();
       return Number(res.numDeletedRows);

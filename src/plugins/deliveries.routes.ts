@@ -101,5 +101,33 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
         return d;
       },
     );
+
+    app.get(
+      "/stores/:storeId/plugins/:name/outcomes",
+      {
+        schema: {
+          tags: ["plugins"],
+          security: [{ adminToken: [] }],
+          summary: "How a plugin's recent deliveries ended",
+          description: "A count per outcome over the plugin's last `last` deliveries (replays included), and when the newest arrived. Deliveries stay after a plugin is removed, so a removed plugin still answers.",
+          params: Type.Object({ storeId: Type.String(), name: Type.String() }),
+          querystring: Type.Object({ last: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })) }, { additionalProperties: false }),
+          response: {
+            200: Type.Object({
+              name: Type.String(),
+              total: Type.Integer({ description: "Deliveries counted (at most `last`)." }),
+              outcomes: Type.Record(Type.String(), Type.Integer(), { description: "Outcome → count; outcomes that did not occur are absent.", examples: [{ ok: 47, plugin_error: 3 }] }),
+              lastAt: Nullable(Type.String({ format: "date-time" })),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request) => {
+        await services.stores.requireStore(request.params.storeId);
+        const r = await services.deliveries.recentOutcomes(request.params.storeId, request.params.name, request.query.last ?? 50);
+        return { name: request.params.name, total: r.total, outcomes: r.outcomes, lastAt: r.lastAt === null ? null : new Date(r.lastAt).toISOString() };
+      },
+    );
   };
 }

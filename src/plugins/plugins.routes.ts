@@ -4,7 +4,8 @@ import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { listCatalog } from "./catalog.ts";
+import { listCatalog, listCatalogFixtures } from "./catalog.ts";
+import { MAX_SOURCE_BYTES } from "./plugins.service.ts";
 import { replayView, simulationView } from "./plugin-views.ts";
 
 /** Versions are PostgreSQL integers. */
@@ -36,6 +37,70 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       "/catalog",
       { schema: { tags, security, summary: "Reference plugins that install by name", response: { 200: Type.Object({ data: Type.Array(Type.Object({ name: Type.String(), summary: Type.String() })) }) } } },
       async () => ({ data: listCatalog() }),
+    );
+
+    app.get(
+      "/catalog/:name/fixtures",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "A reference plugin's sample requests (its fixtures for `storefront plugins test`)",
+          description: "Each with the request as sent (the body as text, or base64 when it is not UTF-8), the clock it was recorded at, and what the plugin is expected to answer. The fixtures' secrets are not shown: a store's own secrets differ.",
+          params: Type.Object({ name: Type.String() }),
+          response: {
+            200: Type.Object({
+              data: Type.Array(
+                Type.Object({
+                  name: Type.String(),
+                  description: Nullable(Type.String()),
+                  request: Type.Object({
+                    method: Type.String(),
+                    headers: Type.Record(Type.String(), Type.String()),
+                    query: Type.Record(Type.String(), Type.String()),
+                    body: Type.String(),
+                    bodyBase64: Nullable(Type.String()),
+                  }),
+                  receivedAt: Nullable(Type.String({ format: "date-time" })),
+                  expect: Type.Unknown(),
+                }),
+              ),
+            }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      async (request) => {
+        const fixtures = listCatalogFixtures(request.params.name);
+        if (fixtures === null) throw new AppError("not_found", `No catalogue plugin ${request.params.name}`, { param: "name" });
+        return { data: fixtures };
+      },
+    );
+
+    app.post(
+      "/stores/:storeId/plugins/check",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Compile Lua source without running or saving it",
+          description: "The editor's check as you type: `errors` lists the compile error with its line (Lua stops at the first). Nothing is stored.",
+          params: StoreParams,
+          body: Type.Object({ source: Type.String({ maxLength: MAX_SOURCE_BYTES }) }, { additionalProperties: false }),
+          response: {
+            200: Type.Object({
+              ok: Type.Boolean(),
+              errors: Type.Array(Type.Object({ line: Nullable(Type.Integer()), message: Type.String() })),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request) => {
+        await services.stores.requireStore(request.params.storeId);
+        const check = await services.sandbox.check(request.body.source);
+        return check.ok ? { ok: true, errors: [] } : { ok: false, errors: [{ line: check.line, message: check.message }] };
+      },
     );
 
     app.put(
@@ -190,6 +255,13 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
               headers: Type.Optional(Type.Record(Type.String(), Type.String())),
               query: Type.Optional(Type.Record(Type.String(), Type.String())),
               version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_VERSION, description: "Default: the current version." })),
+              source: Type.Optional(
+                Type.String({
+                  minLength: 1,
+                  maxLength: MAX_SOURCE_BYTES,
+                  description: "Unsaved Lua source to run instead of the stored version, with the plugin's secrets (the console's test bench). A compile error comes back as the run's `error` with its line.",
+                }),
+              ),
               receivedAt: Type.Optional(
                 Type.String({
                   format: "date-time",
@@ -201,7 +273,12 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           ),
           response: {
             200: Type.Object({
-              plugin: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }),
+              plugin: Type.Object({
+                name: Type.String(),
+                version: Type.Integer(),
+                enabled: Type.Boolean(),
+                unsaved: Type.Boolean({ description: "The run was of the given `source` (based on `version`), not of the stored version." }),
+              }),
               result: Type.Unknown(),
               error: RunError,
               logs: Type.Array(LogLine),
@@ -213,7 +290,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request) => {
-        const { body, bodyBase64, headers, query, version, receivedAt } = request.body;
+        const { body, bodyBase64, headers, query, version, receivedAt, source } = request.body;
         if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
         const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
         return simulationView(
@@ -223,6 +300,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
             ...(query ? { query } : {}),
             ...(version ? { version } : {}),
             ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
+            ...(source !== undefined ? { source } : {}),
           }),
         );
       },

@@ -47,10 +47,13 @@ export interface SimulationInput {
   version?: number;
   /** The script's clock (os.time, os.date), e.g. a recorded delivery's receipt time; default now. */
   receivedAt?: number;
+  /** Unsaved source to run instead of the stored version (the console's test bench), with the plugin's secrets. */
+  source?: string;
 }
 
 export interface SimulationResult {
-  plugin: { name: string; version: number; enabled: boolean };
+  /** `unsaved`: the run was of the given source, not of `version` (which it is based on). */
+  plugin: { name: string; version: number; enabled: boolean; unsaved: boolean };
   result: unknown;
   error: { kind: string; message: string; line?: number } | null;
   logs: LogLine[];
@@ -357,11 +360,12 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     },
 
     async simulate(storeId, pluginName, input) {
-      const plugin = await plugins.loadForRun(storeId, pluginName, input.version);
+      const stored = await plugins.loadForRun(storeId, pluginName, input.version);
+      const plugin = input.source === undefined ? stored : { ...stored, source: input.source };
       const outcome = await run(plugin, { method: input.method ?? "POST", headers: lowerCaseKeys(input.headers ?? {}), query: input.query ?? {}, body: input.body }, input.receivedAt);
       const traces = scrubTraces(outcome, createRedactor(plugin.secrets));
       return {
-        plugin: { name: plugin.name, version: plugin.version, enabled: plugin.enabled },
+        plugin: { name: plugin.name, version: plugin.version, enabled: plugin.enabled, unsaved: input.source !== undefined },
         result: outcome.ok ? outcome.result : null,
         error: traces.error,
         logs: traces.logs,
