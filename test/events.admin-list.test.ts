@@ -2,6 +2,8 @@
 // shown on an endpoint's attempts: what the console's events page reads, on SQLite and PostgreSQL.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { type Kysely, sql } from "kysely";
+import { backfillEventInvoices } from "../src/db/migrations/0011_event_invoice.ts";
 import { RETRY_SCHEDULE_MS } from "../src/events/event-dispatcher.ts";
 import { createHarness, DIALECTS, expectStatus, type Harness } from "./helpers/harness.ts";
 import { startReceiver, type Receiver } from "./helpers/receiver.ts";
@@ -53,6 +55,15 @@ for (const { name: dialect, skip } of DIALECTS) {
       assert.deepEqual((await list(store.id, "?types=invoice.completed")).data.map((e) => e.id), [all.data[0]!.id]);
       assert.deepEqual((await list(store.id, `?invoiceId=${invoice.id}`)).data.map((e) => e.type), ["invoice.completed", "invoice.created"]);
       assert.deepEqual((await list(store.id, `?invoiceId=${other.id}&types=invoice.completed`)).data, []);
+    });
+
+    test("events written before migration 0011 get their invoice from their data", async () => {
+      const { store, invoice } = await paymentSetup(h);
+      const db = h.services.db.kysely;
+      await sql`update events set invoice_id = null where store_id = ${store.id}`.execute(db);
+      assert.deepEqual((await list(store.id, `?invoiceId=${invoice.id}`)).data, []);
+      await backfillEventInvoices(db as unknown as Kysely<unknown>, { dialect });
+      assert.deepEqual((await list(store.id, `?invoiceId=${invoice.id}`)).data.map((e) => e.type), ["invoice.created"]);
     });
 
     test("refuses an unknown type or a foreign cursor, and answers 404 for a store that does not exist", async () => {

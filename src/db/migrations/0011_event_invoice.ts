@@ -6,7 +6,12 @@ import type { MigrationContext } from "../migrate.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   await db.schema.alterTable("events").addColumn("invoice_id", "text").execute();
-  const fromData = ctx.dialect === "postgres" ? sql`(data::jsonb -> 'invoice' ->> 'id')` : sql`json_extract(data, '$.invoice.id')`;
-  await sql`update events set invoice_id = ${fromData} where type like 'invoice.%'`.execute(db);
+  await backfillEventInvoices(db, ctx);
   await db.schema.createIndex("events_store_invoice_seq").on("events").columns(["store_id", "invoice_id", "seq"]).execute();
+}
+
+/** Sets invoice_id of the invoice events written before this migration, from their data. */
+export async function backfillEventInvoices(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
+  const fromData = ctx.dialect === "postgres" ? sql`(data::jsonb -> 'invoice' ->> 'id')` : sql`json_extract(data, '$.invoice.id')`;
+  await sql`update events set invoice_id = ${fromData} where type like 'invoice.%' and invoice_id is null`.execute(db);
 }
