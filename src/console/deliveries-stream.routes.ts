@@ -7,7 +7,7 @@ import { errorResponses } from "../lib/schemas.ts";
 import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
 import { DeliveryListQuerySchema } from "../plugins/deliveries.routes.ts";
 import type { Services } from "../services.ts";
-import { requireConsoleSession } from "./console.auth.ts";
+import { SESSION_COOKIE, canSeeStore, readCookie, requireConsoleSession } from "./console.auth.ts";
 import { createDeliveryStreams, type StreamOptions } from "./deliveries.stream.ts";
 
 const { pluginName, outcome, invoiceId } = DeliveryListQuerySchema.properties;
@@ -28,7 +28,7 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
           summary: "New deliveries of a store as they arrive (Server-Sent Events)",
           description:
             "For the console's signed-in session (cookie). One `delivery` event per new delivery (its summary as the delivery log lists it, its id as the event id), " +
-            "narrowed by the same filters as the log; a comment every 15 s keeps the connection. Deliveries already in the log are not sent: list them first.",
+            "narrowed by the same filters as the log; a comment every 15 s keeps the connection, and the stream ends when the session does. Deliveries already in the log are not sent: list them first.",
           security: [{ consoleSession: [] }],
           params: Type.Object({ storeId: Type.String() }),
           querystring: Type.Object({ pluginName, outcome, invoiceId }, { additionalProperties: false }),
@@ -46,7 +46,14 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
         const gone = new AbortController();
         reply.raw.once("close", () => gone.abort());
         // A stream: Fastify pipes it (the schema's string type describes what the client reads).
-        const body = streams.open(storeId, filters, gone.signal, request.log) as unknown as string;
+        // The session is looked at again with each heartbeat: signing out (or the login's removal) ends the
+        // stream within 15 s. An open live view counts as use of the session, like any page that polls.
+        const cookie = readCookie(request, SESSION_COOKIE) ?? "";
+        const stillAllowed = async () => {
+          const session = await services.console.authenticate(cookie);
+          return session !== null && canSeeStore(session, storeId);
+        };
+        const body = streams.open(storeId, filters, gone.signal, request.log, stillAllowed) as unknown as string;
         return reply.header("cache-control", "no-store").header("x-accel-buffering", "no").type("text/event-stream; charset=utf-8").send(body);
       },
     );

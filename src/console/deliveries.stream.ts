@@ -20,9 +20,10 @@ export interface StreamOptions {
 export interface DeliveryStreams {
   /**
    * The live stream of the store's new deliveries, as the body of a `text/event-stream` answer (the caller
-   * checked the store). It ends when `signal` aborts (the client went) or on closeAll.
+   * checked the store). It ends when `signal` aborts (the client went), on closeAll, or at a heartbeat
+   * when `stillAllowed` says no (the session ended: signed out, expired, the login removed).
    */
-  open(storeId: string, filters: DeliveryFilters, signal: AbortSignal, log: FastifyBaseLogger): Readable;
+  open(storeId: string, filters: DeliveryFilters, signal: AbortSignal, log: FastifyBaseLogger, stillAllowed?: () => Promise<boolean>): Readable;
   /** Ends every open stream (server shutdown: an open stream would hold the server open). */
   closeAll(): void;
   readonly size: number;
@@ -40,13 +41,21 @@ export function createDeliveryStreams(services: Services, options: Partial<Strea
     closeAll() {
       for (const stop of open) stop.abort();
     },
-    open(storeId, filters, signal, log) {
+    open(storeId, filters, signal, log, stillAllowed) {
       const stop = new AbortController();
       open.add(stop);
       const out = new PassThrough();
       // The browser reconnects 3 s after the connection drops; a comment goes out at once so the answer starts.
       out.write("retry: 3000\n: live\n\n");
-      const heartbeat = setInterval(() => out.write(": heartbeat\n\n"), heartbeatMs);
+      const heartbeat = setInterval(() => {
+        out.write(": heartbeat\n\n");
+        stillAllowed?.().then(
+          (yes) => {
+            if (!yes) stop.abort();
+          },
+          (err: unknown) => log.warn({ err }, "delivery stream: session check failed"),
+        );
+      }, heartbeatMs);
       const end = () => stop.abort();
       if (signal.aborted) end();
       else signal.addEventListener("abort", end, { once: true });

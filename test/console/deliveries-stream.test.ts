@@ -82,6 +82,16 @@ describe("console delivery stream", () => {
     assert.equal(streams.size, 0);
   });
 
+  test("ends at a heartbeat once the session no longer allows it", async () => {
+    const streams = createDeliveryStreams(h.services, { intervalMs: 20, heartbeatMs: 30 });
+    let allowed = true;
+    const s = collect(streams.open(store.id, {}, new AbortController().signal, h.app.log, async () => allowed));
+    await s.until(/: heartbeat\n\n: heartbeat\n\n/);
+    allowed = false;
+    await s.ended;
+    assert.equal(streams.size, 0);
+  });
+
   describe("over HTTP", () => {
     let base: string;
     let admin: string;
