@@ -9,8 +9,9 @@ import { clientBucket } from "../lib/attempt-limiter.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
+import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, requireConsoleSession, setSessionCookie } from "./console.auth.ts";
 import { deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
-import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, setSessionCookie } from "./console.auth.ts";
+import { luaGlobals } from "./lua-globals.ts";
 import type { ConsoleSession } from "./console.service.ts";
 
 export const CONSOLE_CSP =
@@ -97,6 +98,26 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
         clearSessionCookie(request, reply);
         return reply.code(204).send(null);
       },
+    );
+
+    app.get(
+      "/api/globals",
+      {
+        onRequest: requireConsoleSession(services.console),
+        schema: {
+          tags,
+          summary: "The plugin sandbox's globals, for the editor's completion",
+          description: "Read from plugins-catalog/types/storefront.lua, the LuaLS definitions.",
+          security: [{ consoleSession: [] }],
+          response: {
+            200: Type.Object({
+              data: Type.Array(Type.Object({ label: Type.String(), type: Type.String({ enum: ["function", "variable", "namespace", "property"] }), detail: Type.String(), info: Type.String() })),
+            }),
+            ...errorResponses(401),
+          },
+        },
+      },
+      async () => ({ data: luaGlobals() }),
     );
 
     await app.register(deliveriesStreamRoutes(services));
