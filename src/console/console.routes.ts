@@ -10,6 +10,7 @@ import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
 import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, requireConsoleSession, setSessionCookie } from "./console.auth.ts";
+import { deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
 import { luaGlobals } from "./lua-globals.ts";
 import type { ConsoleSession } from "./console.service.ts";
 
@@ -118,6 +119,8 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async () => ({ data: luaGlobals() }),
     );
+
+    await app.register(deliveriesStreamRoutes(services));
 
     app.get("/assets/:file", { schema: { hide: true } }, async (request, reply) => {
       const { file } = request.params as { file: string };

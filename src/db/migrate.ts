@@ -14,6 +14,7 @@ import * as m0008 from "./migrations/0008_operator.ts";
 import * as m0009 from "./migrations/0009_read_model.ts";
 import * as m0010 from "./migrations/0010_id_filter_in_page_order.ts";
 import * as m0011 from "./migrations/0011_console.ts";
+import * as m0012 from "./migrations/0012_event_invoice.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -34,6 +35,7 @@ const migrations: Record<string, MigrationModule> = {
   "0009_read_model": m0009,
   "0010_id_filter_in_page_order": m0010,
   "0011_console": m0011,
+  "0012_event_invoice": m0012,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -181,6 +181,8 @@ export interface EventsTable {
   type: string;
   /** The event's `data`, JSON text. */
   data: string;
+  /** The invoice an invoice.* event is about (migration 0012); null for other events. */
+  invoice_id: string | null;
   created_at: number;
 }
 

@@ -6,6 +6,8 @@ import { takePage } from "../lib/paging.ts";
 
 export type EndpointRow = Selectable<EventEndpointsTable>;
 export type AttemptRow = Selectable<EventAttemptsTable>;
+/** An attempt with the state of its delivery: whether, and when, it is tried again. */
+export type AttemptWithDelivery = AttemptRow & { delivery_status: string | null; delivery_attempts: number | null; next_attempt_at: number | null };
 
 export interface EndpointsRepository {
   insert(row: Omit<EndpointRow, "api_version"> & { api_version?: string }): Promise<void>;
@@ -14,7 +16,7 @@ export interface EndpointsRepository {
   update(storeId: string, id: string, changes: Updateable<EventEndpointsTable>): Promise<boolean>;
   /** Deletes the endpoint and cancels what was still to be sent to it. */
   remove(storeId: string, id: string, at: number): Promise<boolean>;
-  attempts(storeId: string, endpointId: string, options: { limit: number; after: Cursor | null; eventId?: string }): Promise<{ attempts: AttemptRow[]; next: Cursor | null }>;
+  attempts(storeId: string, endpointId: string, options: { limit: number; after: Cursor | null; eventId?: string }): Promise<{ attempts: AttemptWithDelivery[]; next: Cursor | null }>;
   /** Cancels the endpoint's pending deliveries (it was disabled). */
   cancelPending(endpointId: string, at: number): Promise<void>;
 }
@@ -42,10 +44,16 @@ export function createEndpointsRepository(db: Kysely<Database>): EndpointsReposi
       });
     },
     async attempts(storeId, endpointId, { limit, after, eventId }) {
-      let q = db.selectFrom("event_attempts").selectAll().where("store_id", "=", storeId).where("endpoint_id", "=", endpointId);
-      if (eventId !== undefined) q = q.where("event_id", "=", eventId);
-      if (after !== null) q = q.where((eb) => eb(eb.refTuple("created_at", "id"), "<", eb.tuple(after.createdAt, after.id)));
-      const rows = await q.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1).execute();
+      let q = db
+        .selectFrom("event_attempts as a")
+        .leftJoin("event_deliveries as d", "d.id", "a.delivery_id")
+        .selectAll("a")
+        .select(["d.status as delivery_status", "d.attempts as delivery_attempts", "d.next_attempt_at"])
+        .where("a.store_id", "=", storeId)
+        .where("a.endpoint_id", "=", endpointId);
+      if (eventId !== undefined) q = q.where("a.event_id", "=", eventId);
+      if (after !== null) q = q.where((eb) => eb(eb.refTuple("a.created_at", "a.id"), "<", eb.tuple(after.createdAt, after.id)));
+      const rows = await q.orderBy("a.created_at", "desc").orderBy("a.id", "desc").limit(limit + 1).execute();
       const { page, next } = takePage(rows, limit);
       return { attempts: page, next };
     },

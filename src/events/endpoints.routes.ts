@@ -1,10 +1,10 @@
 // Admin API for outbound webhooks (mounted inside the admin scope, behind ADMIN_TOKEN): endpoints, their
-// secret rotation and attempts, one event's read and manual resend.
+// secret rotation and attempts, the store's events (newest first), one event's read and manual resend.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { AttemptSchema, AttemptsQuerySchema, CreatedEndpointSchema, EndpointBodySchema, EndpointPatchSchema, EndpointSchema } from "./events.schemas.ts";
+import { AttemptSchema, AttemptsQuerySchema, CreatedEndpointSchema, EndpointBodySchema, EndpointPatchSchema, EndpointSchema, EventListQuerySchema } from "./events.schemas.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
@@ -101,6 +101,32 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           ...(request.query.eventId !== undefined ? { eventId: request.query.eventId } : {}),
         });
         return { data: attempts, pagination: { limit, nextCursor } };
+      },
+    );
+
+    app.get(
+      "/stores/:storeId/events",
+      {
+        schema: {
+          operationId: "listStoreEvents",
+          tags,
+          security,
+          summary: "A store's events, newest first",
+          description: "For people (the console, support): filter by type and invoice, page back with `cursor`. Programs follow the feed (GET /api/{namespace}/events) instead.",
+          params: StoreParams,
+          querystring: EventListQuerySchema,
+          response: { 200: Type.Object({ data: Type.Array(Type.Ref("Event")), pagination: Type.Object({ limit: Type.Integer(), nextCursor: Nullable(Type.String()) }) }), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const limit = request.query.limit ?? 50;
+        const { events, nextCursor } = await services.events.listEvents(request.params.storeId, {
+          limit,
+          ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
+          ...(request.query.types !== undefined ? { types: request.query.types } : {}),
+          ...(request.query.invoiceId !== undefined ? { invoiceId: request.query.invoiceId } : {}),
+        });
+        return { data: events, pagination: { limit, nextCursor } };
       },
     );
 

@@ -73,7 +73,15 @@ export async function appendEvent(tx: Transaction<Database>, event: NewEvent): P
     .executeTakeFirstOrThrow();
   await tx
     .insertInto("events")
-    .values({ id, store_id: event.storeId, seq: Number(seq), type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt })
+    .values({
+      id,
+      store_id: event.storeId,
+      seq: Number(seq),
+      type: event.type,
+      data: JSON.stringify(event.data),
+      invoice_id: "invoice" in event.data ? event.data.invoice.id : null,
+      created_at: event.createdAt,
+    })
     .execute();
   return { id, seq: Number(seq) };
 }
@@ -81,6 +89,8 @@ export async function appendEvent(tx: Transaction<Database>, event: NewEvent): P
 export interface EventsRepository {
   /** The store's events after `afterSeq`, oldest first. */
   feed(storeId: string, options: { afterSeq: number; types: readonly string[] | null; limit: number }): Promise<StoredEvent[]>;
+  /** The store's events newest first, before `beforeSeq` (null: from the newest), narrowed by type and invoice. */
+  list(storeId: string, options: { beforeSeq: number | null; types: readonly string[] | null; invoiceId: string | null; limit: number }): Promise<StoredEvent[]>;
   get(storeId: string, eventId: string): Promise<StoredEvent | null>;
   pruneOlderThan(cutoffMs: number): Promise<number>;
 }
@@ -94,6 +104,15 @@ export function createEventsRepository(db: Kysely<Database>): EventsRepository {
       let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId).where("seq", ">", afterSeq);
       if (types !== null) q = q.where("type", "in", types);
       const rows = await q.orderBy("seq").limit(limit).execute();
+      return rows.map(toStored);
+    },
+    async list(storeId, { beforeSeq, types, invoiceId, limit }) {
+      // Served by events_store_seq, events_store_type_seq or events_store_invoice_seq, read backwards.
+      let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId);
+      if (beforeSeq !== null) q = q.where("seq", "<", beforeSeq);
+      if (types !== null) q = q.where("type", "in", types);
+      if (invoiceId !== null) q = q.where("invoice_id", "=", invoiceId);
+      const rows = await q.orderBy("seq", "desc").limit(limit).execute();
       return rows.map(toStored);
     },
     async get(storeId, eventId) {

@@ -92,7 +92,18 @@ export const AttemptSchema = Type.Object({
   responseExcerpt: Type.String({ description: "The first KiB of the answer's body." }),
   durationMs: Type.Number(),
   createdAt: DateTime,
+  nextAttemptAt: Nullable(Type.String({ format: "date-time", description: "When the delivery is tried again: on its latest attempt while it is still pending, else null." })),
 });
+
+export const EventListQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "Opaque: nextCursor of the previous page (repeat the same filters)." })),
+    types: Type.Optional(Type.String({ maxLength: 500, description: "Comma-separated event types to return.", examples: ["invoice.completed,invoice.refunded"] })),
+    invoiceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Only the events about this invoice." })),
+  },
+  { additionalProperties: false },
+);
 
 export const AttemptsQuerySchema = Type.Object(
   {

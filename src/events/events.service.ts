@@ -8,7 +8,7 @@ import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
 import { endpointUrlProblem } from "./endpoint-target.ts";
-import type { AttemptRow, EndpointRow, EndpointsRepository } from "./endpoints.repository.ts";
+import type { AttemptWithDelivery, EndpointRow, EndpointsRepository } from "./endpoints.repository.ts";
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
 import { CURRENT_API_VERSION, EVENT_TYPES, isEventType, type EventBody } from "./events.types.ts";
@@ -42,6 +42,8 @@ export interface AttemptView {
   responseExcerpt: string;
   durationMs: number;
   createdAt: string;
+  /** When the delivery this attempt belongs to is tried again: set on its latest attempt while it is still pending. */
+  nextAttemptAt: string | null;
 }
 
 export interface EndpointInput {
@@ -70,6 +72,8 @@ export interface EventsService {
   resend(storeId: string, eventId: string, endpointId?: string): Promise<{ eventId: string; deliveries: { id: string; endpointId: string }[] }>;
   feed(storeId: string, options: { cursor?: string; types?: string; limit: number }): Promise<{ events: EventBody[]; nextCursor: string }>;
   getEvent(storeId: string, eventId: string): Promise<EventBody>;
+  /** The store's events newest first (admin API, console), narrowed by type and invoice. */
+  listEvents(storeId: string, options: { limit: number; cursor?: string; types?: string; invoiceId?: string }): Promise<{ events: EventBody[]; nextCursor: string | null }>;
   pruneEvents(): Promise<number>;
 }
 
@@ -101,7 +105,7 @@ const toEndpointView = (r: EndpointRow): EndpointView => ({
   updatedAt: isoTime(r.updated_at),
 });
 
-const toAttemptView = (r: AttemptRow): AttemptView => ({
+const toAttemptView = (r: AttemptWithDelivery): AttemptView => ({
   id: r.id,
   eventId: r.event_id,
   endpointId: r.endpoint_id,
@@ -113,6 +117,7 @@ const toAttemptView = (r: AttemptRow): AttemptView => ({
   responseExcerpt: r.response_excerpt,
   durationMs: r.duration_ms,
   createdAt: isoTime(r.created_at),
+  nextAttemptAt: r.delivery_status === "pending" && r.delivery_attempts === r.attempt && r.next_attempt_at !== null ? isoTime(r.next_attempt_at) : null,
 });
 
 export function encodeFeedCursor(seq: number): string {
@@ -122,6 +127,17 @@ export function encodeFeedCursor(seq: number): string {
 export function decodeFeedCursor(text: string): number | null {
   if (text.length > 64 || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
   const m = /^e1:(\d{1,15})$/.exec(Buffer.from(text, "base64url").toString("utf8"));
+  return m ? Number(m[1]) : null;
+}
+
+/** The admin listing's cursor (newest first): the position to continue below. Not a feed cursor. */
+function encodeListCursor(seq: number): string {
+  return Buffer.from(`d1:${seq}`).toString("base64url");
+}
+
+function decodeListCursor(text: string): number | null {
+  if (text.length > 64 || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
+  const m = /^d1:(\d{1,15})$/.exec(Buffer.from(text, "base64url").toString("utf8"));
   return m ? Number(m[1]) : null;
 }
 
@@ -276,6 +292,20 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
       const event = await events.get(storeId, eventId);
       if (!event) throw new AppError("event_not_found", `No event ${eventId} in store ${storeId}`, { param: "eventId" });
       return renderEvent(event, CURRENT_API_VERSION);
+    },
+
+    async listEvents(storeId, options) {
+      await requireStore(storeId);
+      let beforeSeq: number | null = null;
+      if (options.cursor !== undefined) {
+        beforeSeq = decodeListCursor(options.cursor);
+        if (beforeSeq === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
+      }
+      const types = options.types === undefined ? [] : parseTypes(options.types.split(",").map((s) => s.trim()).filter((s) => s !== ""), "types").split(" ").filter((s) => s !== "");
+      const rows = await events.list(storeId, { beforeSeq, types: types.length === 0 ? null : types, invoiceId: options.invoiceId ?? null, limit: options.limit + 1 });
+      const page = rows.slice(0, options.limit);
+      const nextCursor = rows.length > options.limit ? encodeListCursor(page[page.length - 1]!.seq) : null;
+      return { events: page.map((r) => renderEvent(r, CURRENT_API_VERSION)), nextCursor };
     },
 
     async pruneEvents() {

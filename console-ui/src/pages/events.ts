@@ -1,7 +1,310 @@
-// Placeholder: the console-watch helper builds this page.
-import { h } from "../lib/dom.ts";
+// Events out: the store's events newest first (by type and invoice), each with its JSON as text and the
+// attempts made to send it to every endpoint, and re-send (to one endpoint or all); the endpoints with
+// their state, and each endpoint's attempts (status, error, duration, next retry).
+import { adminPath, api, ApiError } from "../lib/api.ts";
+import { fmtTime, h, replace } from "../lib/dom.ts";
+import { appLink, errorText, fmtMs, notFound, outcomeBadge, pre, pretty, table } from "../lib/log-views.ts";
 import type { PageContext } from "../lib/page.ts";
 
-export function mount(root: HTMLElement, ctx: PageContext): void {
-  root.append(h("h1", null, "Events"), h("p", { class: "muted" }, "Coming soon for store ", ctx.storeId, "."));
+interface EventBody {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: { invoice?: { id?: string }; delivery?: { id?: string } } & Record<string, unknown>;
+}
+
+interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  types: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  apiVersion: string;
+}
+
+interface Attempt {
+  id: string;
+  eventId: string;
+  endpointId: string;
+  attempt: number;
+  outcome: string;
+  responseStatus: number | null;
+  error: string | null;
+  responseExcerpt: string;
+  durationMs: number;
+  createdAt: string;
+  nextAttemptAt: string | null;
+}
+
+type Paged<T> = { data: T[]; pagination: { limit: number; nextCursor: string | null } };
+
+export const EVENT_TYPES = ["invoice.created", "invoice.completed", "invoice.disputed", "invoice.expired", "invoice.cancelled", "invoice.refunded", "delivery.failed"];
+
+const attemptRow = (a: Attempt, withEvent: boolean) => [
+  h("time", { datetime: a.createdAt }, fmtTime(a.createdAt)),
+  ...(withEvent ? [h("span", { class: "mono" }, a.eventId)] : []),
+  `#${a.attempt}`,
+  outcomeBadge(a.outcome),
+  a.responseStatus === null ? "—" : String(a.responseStatus),
+  h("span", { class: "wrap" }, a.error ?? ""),
+  fmtMs(a.durationMs),
+  a.nextAttemptAt === null ? "—" : fmtTime(a.nextAttemptAt),
+];
+
+const ATTEMPT_HEADERS = ["At", "Attempt", "Outcome", "Status", "Error", "Time", "Next retry"];
+
+export function mount(root: HTMLElement, ctx: PageContext): () => void {
+  const { storeId } = ctx;
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let live = true;
+  let endpoints: Endpoint[] = [];
+  let filters = { types: "", invoiceId: new URLSearchParams(location.search).get("invoiceId") ?? "" };
+  let nextCursor: string | null = null;
+  let generation = 0;
+
+  const endpointsBox = h("div", { "data-testid": "endpoints" }, h("p", { class: "muted" }, "Loading…"));
+  const endpointAttempts = h("div", { class: "endpoint-attempts" });
+  const eventsBody = h("tbody");
+  const eventsStatus = h("p", { class: "muted" });
+  const more = h("button", { type: "button", class: "secondary", hidden: true, on: { click: () => void loadEvents(false) } }, "Older events");
+
+  const later = (fn: () => void, ms: number) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      if (live) fn();
+    }, ms);
+    timers.add(t);
+  };
+
+  const fail = (err: unknown, into: HTMLElement) => {
+    if (err instanceof ApiError && err.status === 404 && err.code === "store_not_found") {
+      live = false;
+      replace(root, notFound("Store"));
+      return;
+    }
+    replace(into, h("p", { class: "error" }, errorText(err)));
+  };
+
+  // ---- endpoints and their attempts
+
+  async function showEndpointAttempts(ep: Endpoint, cursor: string | null = null): Promise<void> {
+    if (cursor === null) replace(endpointAttempts, h("p", { class: "muted" }, "Loading…"));
+    try {
+      const page = await api<Paged<Attempt>>("GET", adminPath(storeId, "endpoints", ep.id, "attempts") + `?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      const rows = page.data.map((a) => attemptRow(a, true));
+      const t = table(["At", "Event", ...ATTEMPT_HEADERS.slice(1)], rows);
+      const older = page.pagination.nextCursor;
+      const section = h(
+        "section",
+        { "data-testid": "endpoint-attempts" },
+        h("h3", null, "Attempts to ", h("span", { class: "mono" }, ep.url)),
+        rows.length === 0 ? h("p", { class: "muted" }, "No attempts yet.") : t,
+        older === null ? null : h("button", { type: "button", class: "secondary", on: { click: () => void showEndpointAttempts(ep, older) } }, "Older attempts"),
+      );
+      if (cursor === null) replace(endpointAttempts, section);
+      else endpointAttempts.append(section);
+    } catch (err) {
+      fail(err, endpointAttempts);
+    }
+  }
+
+  async function loadEndpoints(): Promise<void> {
+    try {
+      endpoints = (await api<{ data: Endpoint[] }>("GET", adminPath(storeId, "endpoints"))).data;
+      if (!live) return;
+      replace(
+        endpointsBox,
+        endpoints.length === 0
+          ? h("p", { class: "muted" }, "No endpoints. Add one with POST /api/admin/stores/{storeId}/endpoints or `storefront events endpoints add`.")
+          : table(
+              ["URL", "Description", "Types", "State", "API version", ""],
+              endpoints.map((ep) => [
+                h("span", { class: "mono wrap" }, ep.url),
+                ep.description,
+                ep.types.length === 0 ? "all" : ep.types.join(", "),
+                ep.enabled ? h("span", { class: "badge ok" }, "enabled") : [h("span", { class: "badge bad" }, "disabled"), " ", ep.disabledReason ?? ""],
+                ep.apiVersion,
+                h("button", { type: "button", class: "secondary", on: { click: () => void showEndpointAttempts(ep) } }, "Attempts"),
+              ]),
+            ),
+      );
+    } catch (err) {
+      fail(err, endpointsBox);
+    }
+  }
+
+  // ---- events, one event's detail and re-send
+
+  async function eventAttempts(ev: EventBody, into: HTMLElement): Promise<number> {
+    const lists = await Promise.all(
+      endpoints.map(async (ep) => ({ ep, attempts: (await api<Paged<Attempt>>("GET", adminPath(storeId, "endpoints", ep.id, "attempts") + `?eventId=${encodeURIComponent(ev.id)}&limit=100`)).data })),
+    );
+    if (!live) return 0;
+    replace(
+      into,
+      lists.length === 0
+        ? h("p", { class: "muted" }, "No endpoints: nothing was sent.")
+        : lists.map(({ ep, attempts }) =>
+            h(
+              "div",
+              { class: "event-endpoint", "data-endpoint-id": ep.id },
+              h("h4", null, h("span", { class: "mono" }, ep.url)),
+              attempts.length === 0 ? h("p", { class: "muted" }, "No attempts.") : table(ATTEMPT_HEADERS, attempts.map((a) => attemptRow(a, false))),
+            ),
+          ),
+    );
+    return lists.reduce((n, l) => n + l.attempts.length, 0);
+  }
+
+  function eventDetail(ev: EventBody): HTMLElement {
+    const attemptsBox = h("div", { class: "event-attempts", "data-testid": "event-attempts" }, h("p", { class: "muted" }, "Loading attempts…"));
+    const resendOut = h("span", { class: "muted", "data-testid": "resend-result", "aria-live": "polite" });
+    const target = h("select", { name: "endpoint" }, h("option", { value: "" }, "every subscribed endpoint"), endpoints.map((ep) => h("option", { value: ep.id }, ep.url)));
+    const refresh = () => eventAttempts(ev, attemptsBox).catch((err: unknown) => fail(err, attemptsBox));
+
+    const resend = h("button", {
+      type: "button",
+      "data-testid": "resend",
+      on: {
+        click: () => {
+          resend.disabled = true;
+          resendOut.textContent = "Sending…";
+          const body = target.value === "" ? {} : { endpointId: target.value };
+          api<{ deliveries: { id: string; endpointId: string }[] }>("POST", adminPath(storeId, "events", ev.id, "resend"), body)
+            .then(async (r) => {
+              resendOut.textContent = r.deliveries.length === 0 ? "No enabled endpoint wants this event." : `Queued to ${r.deliveries.length} endpoint${r.deliveries.length === 1 ? "" : "s"}.`;
+              // The dispatcher sends within a few seconds: look again until the new attempts show.
+              const before = await refresh();
+              let tries = 0;
+              const poll = () => {
+                void refresh().then((n) => {
+                  if (typeof n === "number" && n < (before ?? 0) + r.deliveries.length && ++tries < 20) later(poll, 1_000);
+                });
+              };
+              if (r.deliveries.length > 0) later(poll, 500);
+            })
+            .catch((err: unknown) => (resendOut.textContent = errorText(err)))
+            .finally(() => (resend.disabled = false));
+        },
+      },
+    }, "Re-send");
+
+    void refresh();
+    return h(
+      "div",
+      { class: "event-detail", "data-testid": "event-detail" },
+      pre(pretty(ev), "code event-json"),
+      h("div", { class: "resend" }, h("label", null, "Re-send to ", target), " ", resend, " ", resendOut),
+      h("h4", null, "Attempts"),
+      attemptsBox,
+    );
+  }
+
+  const eventRow = (ev: EventBody) => {
+    const detailRow = h("tr", { class: "detail", hidden: true }, h("td", { colspan: "5" }));
+    const toggle = h("button", {
+      type: "button",
+      class: "secondary",
+      "data-testid": "show-event",
+      on: {
+        click: () => {
+          if (detailRow.hidden) {
+            replace(detailRow.firstElementChild!, eventDetail(ev));
+            detailRow.hidden = false;
+            toggle.textContent = "Hide";
+          } else {
+            detailRow.hidden = true;
+            toggle.textContent = "Show";
+          }
+        },
+      },
+    }, "Show");
+    const invoiceId = typeof ev.data.invoice?.id === "string" ? ev.data.invoice.id : null;
+    const deliveryId = typeof ev.data.delivery?.id === "string" ? ev.data.delivery.id : null;
+    const base = `/console/stores/${encodeURIComponent(storeId)}`;
+    return [
+      h(
+        "tr",
+        { "data-event-id": ev.id },
+        h("td", null, h("time", { datetime: ev.createdAt }, fmtTime(ev.createdAt))),
+        h("td", null, ev.type),
+        h(
+          "td",
+          null,
+          invoiceId !== null
+            ? appLink(`${base}/deliveries?invoiceId=${encodeURIComponent(invoiceId)}`, invoiceId, ctx.navigate, { class: "mono", title: "Deliveries about this invoice" })
+            : deliveryId !== null
+              ? appLink(`${base}/deliveries/${encodeURIComponent(deliveryId)}`, deliveryId, ctx.navigate, { class: "mono" })
+              : "—",
+        ),
+        h("td", { class: "mono" }, ev.id),
+        h("td", null, toggle),
+      ),
+      detailRow,
+    ];
+  };
+
+  async function loadEvents(fresh: boolean): Promise<void> {
+    const mine = fresh ? ++generation : generation;
+    if (fresh) {
+      replace(eventsBody);
+      nextCursor = null;
+    }
+    eventsStatus.textContent = "Loading…";
+    const q = new URLSearchParams({ limit: "50" });
+    if (filters.types) q.set("types", filters.types);
+    if (filters.invoiceId) q.set("invoiceId", filters.invoiceId);
+    if (nextCursor) q.set("cursor", nextCursor);
+    try {
+      const page = await api<Paged<EventBody>>("GET", adminPath(storeId, "events") + `?${q.toString()}`);
+      if (mine !== generation || !live) return;
+      for (const ev of page.data) eventsBody.append(...eventRow(ev));
+      nextCursor = page.pagination.nextCursor;
+      more.hidden = nextCursor === null;
+      eventsStatus.textContent = eventsBody.children.length === 0 ? "No events match." : "";
+    } catch (err) {
+      if (mine === generation) fail(err, eventsStatus);
+    }
+  }
+
+  const typeSelect = h("select", { name: "types" }, h("option", { value: "" }, "any"), EVENT_TYPES.map((t) => h("option", { value: t }, t)));
+  const invoiceInput = h("input", { name: "invoiceId", type: "text", placeholder: "invoice id", value: filters.invoiceId, autocomplete: "off", spellcheck: "false" });
+  const form = h(
+    "form",
+    {
+      class: "filters",
+      on: {
+        submit: (e: Event) => {
+          e.preventDefault();
+          filters = { types: typeSelect.value, invoiceId: invoiceInput.value.trim() };
+          void loadEvents(true);
+        },
+      },
+    },
+    h("label", null, "Type", typeSelect),
+    h("label", null, "Invoice", invoiceInput),
+    h("button", { type: "submit" }, "Filter"),
+  );
+
+  replace(
+    root,
+    h("header", { class: "page-head" }, h("h1", null, "Events")),
+    h("h2", null, "Endpoints"),
+    endpointsBox,
+    endpointAttempts,
+    h("h2", null, "Events"),
+    form,
+    h("table", { class: "log", "data-testid": "events" }, h("thead", null, h("tr", null, ["Created", "Type", "About", "Event", ""].map((t) => h("th", null, t)))), eventsBody),
+    eventsStatus,
+    more,
+  );
+  // Endpoints first: an event's detail lists its attempts per endpoint.
+  void loadEndpoints().then(() => loadEvents(true));
+
+  return () => {
+    live = false;
+    generation++;
+    for (const t of timers) clearTimeout(t);
+  };
 }

@@ -1,0 +1,61 @@
+// GET /console/api/stores/:storeId/deliveries/stream: the deliveries page's live view, as Server-Sent
+// Events (see deliveries.stream.ts). Signed-in console sessions only, and a console login only for its
+// own stores (any other is answered 404, as if it did not exist).
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { errorResponses } from "../lib/schemas.ts";
+import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
+import { DeliveryListQuerySchema } from "../plugins/deliveries.routes.ts";
+import type { Services } from "../services.ts";
+import { SESSION_COOKIE, canSeeStore, readCookie, requireConsoleSession } from "./console.auth.ts";
+import { createDeliveryStreams, type StreamOptions } from "./deliveries.stream.ts";
+
+const { pluginName, outcome, invoiceId } = DeliveryListQuerySchema.properties;
+
+export function deliveriesStreamRoutes(services: Services, options: Partial<StreamOptions> = {}): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const streams = createDeliveryStreams(services, options);
+    // An open stream never ends by itself: shutdown ends them, or it would wait for every browser to leave.
+    app.addHook("preClose", async () => streams.closeAll());
+
+    app.get(
+      "/api/stores/:storeId/deliveries/stream",
+      {
+        onRequest: requireConsoleSession(services.console),
+        schema: {
+          operationId: "streamDeliveries",
+          tags: ["console"],
+          summary: "New deliveries of a store as they arrive (Server-Sent Events)",
+          description:
+            "For the console's signed-in session (cookie). One `delivery` event per new delivery (its summary as the delivery log lists it, its id as the event id), " +
+            "narrowed by the same filters as the log; a comment every 15 s keeps the connection, and the stream ends when the session does. Deliveries already in the log are not sent: list them first.",
+          security: [{ consoleSession: [] }],
+          params: Type.Object({ storeId: Type.String() }),
+          querystring: Type.Object({ pluginName, outcome, invoiceId }, { additionalProperties: false }),
+          response: {
+            200: { description: "An endless text/event-stream.", content: { "text/event-stream": { schema: Type.String() } } },
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { storeId } = request.params;
+        await services.stores.requireStore(storeId);
+        const filters = parseDeliveryFilters(request.query, services.now());
+
+        const gone = new AbortController();
+        reply.raw.once("close", () => gone.abort());
+        // A stream: Fastify pipes it (the schema's string type describes what the client reads).
+        // The session is looked at again with each heartbeat: signing out (or the login's removal) ends the
+        // stream within 15 s. An open live view counts as use of the session, like any page that polls.
+        const cookie = readCookie(request, SESSION_COOKIE) ?? "";
+        const stillAllowed = async () => {
+          const session = await services.console.authenticate(cookie);
+          return session !== null && canSeeStore(session, storeId);
+        };
+        const body = streams.open(storeId, filters, gone.signal, request.log, stillAllowed) as unknown as string;
+        return reply.header("cache-control", "no-store").header("x-accel-buffering", "no").type("text/event-stream; charset=utf-8").send(body);
+      },
+    );
+  };
+}

@@ -1,0 +1,91 @@
+// The console's live view of a store's delivery log: Server-Sent Events fed by the same database poller as
+// `storefront deliveries tail` (plugins/deliveries.follow.ts), so it works the same whichever process
+// received the webhook. One `delivery` event per new delivery (its summary, as the list shows it), a
+// comment every 15 s so proxies and the browser keep the connection, and the poller stops when the client
+// goes or the server closes.
+import { PassThrough, type Readable } from "node:stream";
+import type { FastifyBaseLogger } from "fastify";
+import { followDeliveries } from "../plugins/deliveries.follow.ts";
+import type { DeliveryFilters } from "../plugins/deliveries.repository.ts";
+import type { Services } from "../services.ts";
+
+export const HEARTBEAT_MS = 15_000;
+
+export interface StreamOptions {
+  /** How often the database is polled. */
+  intervalMs: number;
+  heartbeatMs: number;
+}
+
+export interface DeliveryStreams {
+  /**
+   * The live stream of the store's new deliveries, as the body of a `text/event-stream` answer (the caller
+   * checked the store). It ends when `signal` aborts (the client went), on closeAll, or at a heartbeat
+   * when `stillAllowed` says no (the session ended: signed out, expired, the login removed).
+   */
+  open(storeId: string, filters: DeliveryFilters, signal: AbortSignal, log: FastifyBaseLogger, stillAllowed?: () => Promise<boolean>): Readable;
+  /** Ends every open stream (server shutdown: an open stream would hold the server open). */
+  closeAll(): void;
+  readonly size: number;
+}
+
+export function createDeliveryStreams(services: Services, options: Partial<StreamOptions> = {}): DeliveryStreams {
+  const intervalMs = options.intervalMs ?? 1_000;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+  const open = new Set<AbortController>();
+
+  return {
+    get size() {
+      return open.size;
+    },
+    closeAll() {
+      for (const stop of open) stop.abort();
+    },
+    open(storeId, filters, signal, log, stillAllowed) {
+      const stop = new AbortController();
+      open.add(stop);
+      const out = new PassThrough();
+      // The browser reconnects 3 s after the connection drops; a comment goes out at once so the answer starts.
+      out.write("retry: 3000\n: live\n\n");
+      const heartbeat = setInterval(() => {
+        out.write(": heartbeat\n\n");
+        stillAllowed?.().then(
+          (yes) => {
+            if (!yes) stop.abort();
+          },
+          (err: unknown) => log.warn({ err }, "delivery stream: session check failed"),
+        );
+      }, heartbeatMs);
+      const end = () => stop.abort();
+      if (signal.aborted) end();
+      else signal.addEventListener("abort", end, { once: true });
+      out.once("close", end);
+      stop.signal.addEventListener("abort", () => {
+        clearInterval(heartbeat);
+        signal.removeEventListener("abort", end);
+        open.delete(stop);
+        out.end();
+      });
+
+      followDeliveries(services.deliveries, storeId, filters, {
+        backlog: 0,
+        intervalMs,
+        // A delivery commits when its plugin finishes: up to the wall-time limit after it arrived.
+        overlapMs: 2 * services.config.plugin.wallMs + 5_000,
+        signal: stop.signal,
+        now: services.now,
+        onDelivery: (d) => {
+          if (!stop.signal.aborted) out.write(`event: delivery\nid: ${d.id}\ndata: ${JSON.stringify(d)}\n\n`);
+        },
+      }).then(
+        () => stop.abort(),
+        (err: unknown) => {
+          // The database went away: end the stream; the browser reconnects and the page says so meanwhile.
+          log.warn({ err }, "delivery stream ended");
+          stop.abort();
+        },
+      );
+      return out;
+    },
+  };
+}
