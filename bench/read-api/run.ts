@@ -8,7 +8,7 @@
 //     [--pipeline]  (also the page from memory behind the list route's hooks: key, rate limit, query schema)
 import { type ChildProcess, execFile, fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,6 +66,24 @@ interface Sample {
   rps: number;
   p99: number;
   bytesPerRequest: number;
+  requests: number;
+  /**
+   * CPU time of the server process (all its threads, user + system) per request answered: less sensitive to
+   * a shared machine than req/s, since time the server waits for the cores is not counted. PostgreSQL's own
+   * server processes are not included.
+   */
+  cpuMsPerRequest?: number;
+}
+
+/** User + system CPU time of a process and all its threads so far, in ms (Linux /proc; CLK_TCK 100). */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /**
@@ -82,7 +100,7 @@ async function loadAutocannon(url: string, headers: Record<string, string>, seco
   const result = await autocannon({ url, connections, duration: seconds, headers, timeout: 60 });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
-  return { rps: result.requests.average, p99: result.latency.p99, bytesPerRequest: result.throughput.total / Math.max(1, result.requests.total) };
+  return { rps: result.requests.average, p99: result.latency.p99, bytesPerRequest: result.throughput.total / Math.max(1, result.requests.total), requests: result.requests.total };
 }
 
 const WRK_UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
@@ -106,6 +124,7 @@ async function loadWrk(url: string, headers: Record<string, string>, seconds: nu
     rps,
     p99: Math.round(Number(p99[1]) * WRK_UNIT_MS[p99[2]!]!),
     bytesPerRequest: (Number(total[2]) * WRK_BYTES[total[3]!]!) / Math.max(1, Number(total[1])),
+    requests: Number(total[1]),
   };
 }
 
@@ -149,6 +168,8 @@ interface CaseResult {
   /** With --pipeline: the page from memory behind the list route's hooks. */
   pipeline: { rps: number; p99: number; rounds: Sample[] } | null;
   ratio: number;
+  /** Medians of the server's CPU ms per request: list, memory, and memory / list. */
+  cpu: { list: number; memory: number; ratio: number };
 }
 
 interface Target {
@@ -175,18 +196,22 @@ async function settle(base: string): Promise<void> {
   }
 }
 
+const cpu = (s: Sample) => (s.cpuMsPerRequest ?? Number.NaN).toFixed(2);
+
 const urlOf = (t: Target, c: BenchCase) => `${t.base}/api/service/${c.list}?${new URLSearchParams(c.query).toString()}`;
 
 async function measure(t: Target, c: BenchCase, seconds: number): Promise<{ list: Sample; memory: Sample; pipeline: Sample | null }> {
-  const list = await load(urlOf(t, c), { authorization: t.ready.key }, seconds);
-  await settle(t.base);
-  const memory = await load(t.base + memoryPath(c), {}, seconds);
-  await settle(t.base);
-  let pipeline: Sample | null = null;
-  if (args.pipeline) {
-    pipeline = await load(t.base + pipelinePath(c), { authorization: t.ready.key }, seconds);
+  const pid = t.child.pid!;
+  const timed = async (url: string, headers: Record<string, string>): Promise<Sample> => {
+    const before = processCpuMs(pid);
+    const sample = await load(url, headers, seconds);
+    // Settled: the requests left in flight when the load stopped are answered and counted.
     await settle(t.base);
-  }
+    return { ...sample, cpuMsPerRequest: (processCpuMs(pid) - before) / Math.max(1, sample.requests) };
+  };
+  const list = await timed(urlOf(t, c), { authorization: t.ready.key });
+  const memory = await timed(t.base + memoryPath(c), {});
+  const pipeline = args.pipeline ? await timed(t.base + pipelinePath(c), { authorization: t.ready.key }) : null;
   return { list, memory, pipeline };
 }
 
@@ -221,7 +246,8 @@ try {
         if (pipeline) t.samples.get(c.name)!.pipeline.push(pipeline);
         log(
           `round ${r}/${rounds} ${t.customers.toLocaleString("en-US").padStart(9)} ${c.name.padEnd(22)} list ${list.rps.toFixed(0).padStart(5)} req/s p99 ${String(list.p99).padStart(5)} ms | memory ${memory.rps.toFixed(0).padStart(5)} req/s p99 ${String(memory.p99).padStart(5)} ms` +
-            (pipeline ? ` | pipeline ${pipeline.rps.toFixed(0).padStart(5)} req/s` : ""),
+            (pipeline ? ` | pipeline ${pipeline.rps.toFixed(0).padStart(5)} req/s` : "") +
+            ` | server CPU ms/req list ${cpu(list)} memory ${cpu(memory)}`,
         );
       }
     }
@@ -250,6 +276,11 @@ const results = targets.map((t) => ({
       memory,
       pipeline,
       ratio: list.rps / memory.rps,
+      cpu: {
+        list: median(s.list.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
+        memory: median(s.memory.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
+        ratio: median(s.memory.map((x) => x.cpuMsPerRequest ?? Number.NaN)) / median(s.list.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
+      },
     };
   }),
 }));
@@ -259,14 +290,15 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const lines: string[] = [];
 const withPipeline = args.pipeline;
 lines.push(
-  `| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |${withPipeline ? " pipeline req/s | pipeline p99 ms |" : ""}`,
+  `| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |${withPipeline ? " pipeline req/s | pipeline p99 ms |" : ""} CPU ms/req list | CPU ms/req memory | memory / list CPU |`,
 );
-lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|${withPipeline ? "---:|---:|" : ""}`);
+lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|${withPipeline ? "---:|---:|" : ""}---:|---:|---:|`);
 for (const r of results) {
   for (const c of r.cases) {
     lines.push(
       `| ${fmt(r.customers)} | ${c.name} | ${c.elements} | ${(c.bytes / 1024).toFixed(0)} | ${fmt(c.list.rps)} | ${c.list.p99} | ${fmt(c.memory.rps)} | ${c.memory.p99} | ${c.ratio.toFixed(2)} |` +
-        (c.pipeline ? ` ${fmt(c.pipeline.rps)} | ${c.pipeline.p99} |` : ""),
+        (c.pipeline ? ` ${fmt(c.pipeline.rps)} | ${c.pipeline.p99} |` : "") +
+        ` ${c.cpu.list.toFixed(2)} | ${c.cpu.memory.toFixed(2)} | ${c.cpu.ratio.toFixed(2)} |`,
     );
   }
 }
@@ -291,7 +323,7 @@ const report = {
   when: new Date().toISOString(),
   minutes: Math.round((Date.now() - started) / 6000) / 10,
   machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? "", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg: os.loadavg() },
-  settings: { dialect, rounds, duration, warmup, connections, sqliteCacheKiB: args["sqlite-cache-kib"] || "default" },
+  settings: { client, dialect, rounds, duration, warmup, connections, sqliteCacheKiB: args["sqlite-cache-kib"] || "default" },
   results,
 };
 const variant = `${args["sqlite-cache-kib"] ? `-cache${args["sqlite-cache-kib"]}` : ""}${args.pipeline ? "-pipeline" : ""}${args.cases ? "-some-cases" : ""}`;
