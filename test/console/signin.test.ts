@@ -76,4 +76,18 @@ describe("console sign-in in the browser", { skip: browserSkip }, () => {
     assert.equal(await page.locator('[data-testid="store-picker"] option').count(), 2, "the admin token sees every store");
     assert.ok(base);
   });
+
+  test("the CSP refuses an inline style or script on the console's pages, and the browser rig reports it (the guard every browser test ends on can fail)", async () => {
+    const { page, base } = rig;
+    await page.goto(`${base}/console`);
+    await page.waitForSelector('[data-testid="store-picker"]');
+    const before = rig.problems.length;
+    await page.evaluate(`document.body.setAttribute("style", "background: red"); const s = document.createElement("script"); s.textContent = "window.__ran = 1"; document.body.append(s);`);
+    await page.waitForFunction(`true`);
+    for (let i = 0; i < 50 && rig.problems.length < before + 2; i++) await new Promise((r) => setTimeout(r, 20));
+    const found = rig.problems.splice(before);
+    assert.ok(found.some((p) => /csp: style-src-attr on body/.test(p)), found.join("\n"));
+    assert.ok(found.some((p) => /csp: script-src-elem/.test(p)), found.join("\n"));
+    assert.equal(await page.evaluate(`window.__ran === undefined`), true, "the inline script did not run");
+  });
 });

@@ -33,6 +33,23 @@ export interface ConsoleRig {
   close(): Promise<void>;
 }
 
+interface CspViolation {
+  directive: string;
+  /** `nodename.classes in .parent-classes` of the element at fault. */
+  element: string;
+  source: string;
+}
+
+/**
+ * The one violation that is not ours: replacing a selection that starts in a highlighted span of the editor
+ * (select all, then type or paste), Chrome's own editing copies the span's computed colour onto the line as
+ * a style attribute. No script sets it (no source file), the CSP blocks it, and CodeMirror redraws the line
+ * from its state at once. Any other inline style, anywhere, is a problem.
+ */
+function isBrowserEditingStyle(v: CspViolation): boolean {
+  return v.directive === "style-src-attr" && v.source === "" && v.element.startsWith("div.cm-line in .cm-content");
+}
+
 /** The app on a loopback port with the console's bundle built, and one browser with one page. */
 export async function startConsole(env: Record<string, string> = {}): Promise<ConsoleRig> {
   const h = await createHarness("sqlite", { ENDPOINT_ALLOW: "127.0.0.1", ...env });
@@ -47,8 +64,35 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
   const problems: string[] = [];
+  // CSP violations are reported from the page with the element at fault, found inside shadow roots too
+  // (the editor lives in one), so each can be judged: `console.error` alone would say only "inline style".
+  await page.exposeFunction("__cspViolation", (v: CspViolation) => {
+    if (!isBrowserEditingStyle(v)) problems.push(`csp: ${v.directive} on ${v.element} (${v.source || "no script source"})`);
+  });
+  // Page-side JavaScript (the tests are typed without the DOM library).
+  await page.addInitScript({
+    content: `(() => {
+      const report = (e) => {
+        const el = e.composedPath()[0];
+        const classes = (x) => (x && x.classList ? [...x.classList].join(".") : "");
+        const element = el instanceof Element ? el.nodeName.toLowerCase() + "." + classes(el) + " in ." + classes(el.parentElement) : String(el);
+        void window.__cspViolation({ directive: e.violatedDirective, element, source: e.sourceFile });
+      };
+      document.addEventListener("securitypolicyviolation", report, true);
+      const attach = Element.prototype.attachShadow;
+      Element.prototype.attachShadow = function (init) {
+        const root = attach.call(this, init);
+        // Reported here with the real target; not again, retargeted to the host, at the document.
+        root.addEventListener("securitypolicyviolation", (e) => { e.stopPropagation(); report(e); }, true);
+        return root;
+      };
+    })();`,
+  });
   page.on("console", (m) => {
-    if (m.type() === "error" && !/status of (401|403|404|422) /.test(m.text())) problems.push(`console: ${m.text()} at ${m.location().url}:${m.location().lineNumber}`);
+    if (m.type() !== "error" || /status of (401|403|404|422) /.test(m.text())) return;
+    // Violations arrive through __cspViolation above, with their element.
+    if (/violates the following Content Security Policy directive/.test(m.text())) return;
+    problems.push(`console: ${m.text()} at ${m.location().url}:${m.location().lineNumber}`);
   });
   page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
   mkdirSync(ARTIFACTS, { recursive: true });
