@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import type { LightMyRequestResponse } from "fastify";
 import { CONSOLE_CSP } from "../../src/console/console.routes.ts";
 import { jsonOf, runCli } from "../helpers/cli.ts";
-import { ADMIN_TOKEN, createHarness, expectStatus, type Harness } from "../helpers/harness.ts";
+import { ADMIN_TOKEN, createHarness, DIALECTS, expectStatus, type Harness } from "../helpers/harness.ts";
 
 const HOST = "console.test:3000";
 const ORIGIN = `http://${HOST}`;
@@ -47,163 +47,165 @@ async function browser(h: Harness, body: Record<string, string>) {
   };
 }
 
-describe("console sessions", () => {
-  let h: Harness;
-  let mine: { id: string };
-  let theirs: { id: string };
-  before(async () => {
-    h = await createHarness("sqlite", { AUTH_FAILURE_LIMIT_MAX: "5", CONSOLE_SESSION_IDLE_MINUTES: "60" });
-    mine = await h.store("Mine");
-    theirs = await h.store("Theirs");
-    await h.services.console.addUser("Ann@Example.com", PASSWORD, [mine.id]);
-  });
-  after(() => h.close());
+for (const { name: dialect, skip } of DIALECTS) {
+  describe(`console sessions on ${dialect}`, { skip }, () => {
+    let h: Harness;
+    let mine: { id: string };
+    let theirs: { id: string };
+    before(async () => {
+      h = await createHarness(dialect, { AUTH_FAILURE_LIMIT_MAX: "5", CONSOLE_SESSION_IDLE_MINUTES: "60" });
+      mine = await h.store("Mine");
+      theirs = await h.store("Theirs");
+      await h.services.console.addUser("Ann@Example.com", PASSWORD, [mine.id]);
+    });
+    after(() => h.close());
 
-  test("the admin token signs in: a session for every store, an HttpOnly SameSite=Strict cookie without Secure over plain HTTP", async () => {
-    const r = await signIn(h, { token: ADMIN_TOKEN });
-    expectStatus(r, 200);
-    const body = r.json<{ kind: string; stores: null; csrfToken: string }>();
-    assert.equal(body.kind, "admin");
-    assert.equal(body.stores, null);
-    assert.ok(body.csrfToken.length >= 40);
-    const { line, value } = cookieOf(r);
-    assert.match(line, /; HttpOnly/);
-    assert.match(line, /; SameSite=Strict/);
-    assert.match(line, /; Path=\//);
-    assert.doesNotMatch(line, /Secure/);
-    const session = await h.app.inject({ method: "GET", url: "/console/api/session", headers: { cookie: `storefront_session=${value}` } });
-    expectStatus(session, 200);
-    assert.equal(session.json<{ csrfToken: string }>().csrfToken, body.csrfToken);
-    const stores = await h.app.inject({ method: "GET", url: "/api/admin/stores", headers: { cookie: `storefront_session=${value}` } });
-    assert.equal(stores.json<{ data: unknown[] }>().data.length, 2);
-  });
-
-  test("a login signs in with its e-mail (any case) and password and sees its stores only", async () => {
-    const r = await signIn(h, { email: "ann@example.COM", password: PASSWORD });
-    expectStatus(r, 200);
-    assert.deepEqual(r.json<{ kind: string; email: string; stores: string[] }>().stores, [mine.id]);
-    assert.equal(r.json<{ email: string }>().email, "ann@example.com");
-  });
-
-  test("a wrong password, an unknown e-mail and a wrong token are 401, and count against the address's sign-in limit", async () => {
-    const ip = { "x-forwarded-for": "203.0.113.9" };
-    const limited = await createHarness("sqlite", { AUTH_FAILURE_LIMIT_MAX: "3" });
-    try {
-      const store = await limited.store();
-      await limited.services.console.addUser("bob@example.com", PASSWORD, [store.id]);
-      const tries: Record<string, string>[] = [
-        { email: "bob@example.com", password: "wrong password!" },
-        { email: "nobody@example.com", password: PASSWORD },
-        { token: "not-the-admin-token-at-all" },
-      ];
-      for (const body of tries) {
-        const r = await signIn(limited, body, ip);
-        expectStatus(r, 401);
-        assert.equal(code(r), "unauthorized");
-        assert.equal(r.headers["set-cookie"], undefined);
-      }
-      const blocked = await signIn(limited, { email: "bob@example.com", password: PASSWORD }, ip);
-      expectStatus(blocked, 429);
-      assert.ok(Number(blocked.headers["retry-after"]) > 0);
-    } finally {
-      await limited.close();
-    }
-  });
-
-  test("the cookie is Secure when the request came over TLS (x-forwarded-proto from a trusted proxy)", async () => {
-    const proxied = await createHarness("sqlite", { TRUST_PROXY: "true" });
-    try {
-      const r = await proxied.app.inject({ method: "POST", url: "/console/api/session", headers: { "x-forwarded-proto": "https" }, payload: { token: ADMIN_TOKEN } });
+    test("the admin token signs in: a session for every store, an HttpOnly SameSite=Strict cookie without Secure over plain HTTP", async () => {
+      const r = await signIn(h, { token: ADMIN_TOKEN });
       expectStatus(r, 200);
-      assert.match(cookieOf(r).line, /; Secure/);
-      const plain = await proxied.app.inject({ method: "POST", url: "/console/api/session", payload: { token: ADMIN_TOKEN } });
-      assert.doesNotMatch(cookieOf(plain).line, /Secure/);
-    } finally {
-      await proxied.close();
-    }
-  });
+      const body = r.json<{ kind: string; stores: null; csrfToken: string }>();
+      assert.equal(body.kind, "admin");
+      assert.equal(body.stores, null);
+      assert.ok(body.csrfToken.length >= 40);
+      const { line, value } = cookieOf(r);
+      assert.match(line, /; HttpOnly/);
+      assert.match(line, /; SameSite=Strict/);
+      assert.match(line, /; Path=\//);
+      assert.doesNotMatch(line, /Secure/);
+      const session = await h.app.inject({ method: "GET", url: "/console/api/session", headers: { cookie: `storefront_session=${value}` } });
+      expectStatus(session, 200);
+      assert.equal(session.json<{ csrfToken: string }>().csrfToken, body.csrfToken);
+      const stores = await h.app.inject({ method: "GET", url: "/api/admin/stores", headers: { cookie: `storefront_session=${value}` } });
+      assert.equal(stores.json<{ data: unknown[] }>().data.length, 2);
+    });
 
-  test("a write without the CSRF token, with a wrong one, or from another origin is 403 csrf_failed; with both it goes through", async () => {
-    const b = await browser(h, { token: ADMIN_TOKEN });
-    const create = (headers: Record<string, string>) =>
-      h.app.inject({ method: "POST", url: "/api/admin/stores", headers: { host: HOST, cookie: `storefront_session=${b.cookie}`, ...headers }, payload: { name: "via console" } });
-    const attempts: Record<string, string>[] = [{}, { "x-csrf-token": "x".repeat(b.csrf.length) }, { "x-csrf-token": "short" }, { "x-csrf-token": b.csrf, origin: "https://evil.example" }, { "x-csrf-token": b.csrf, origin: "https://console.test:3000" }];
-    for (const headers of attempts) {
-      const r = await create(headers);
-      expectStatus(r, 403);
-      assert.equal(code(r), "csrf_failed", JSON.stringify(headers));
-    }
-    expectStatus(await create({ "x-csrf-token": b.csrf, origin: ORIGIN }), 201);
-    expectStatus(await create({ "x-csrf-token": b.csrf }), 201); // no Origin (some clients omit it): the token suffices
-    // Sign-in from another origin is refused too (login CSRF).
-    const cross = await signIn(h, { token: ADMIN_TOKEN }, { origin: "https://evil.example" });
-    expectStatus(cross, 403);
-    // Sign-out is a write.
-    const out = await h.app.inject({ method: "DELETE", url: "/console/api/session", headers: { host: HOST, cookie: `storefront_session=${b.cookie}` } });
-    expectStatus(out, 403);
-    const signedOut = await b.request("DELETE", "/console/api/session");
-    expectStatus(signedOut, 204);
-    assert.match(cookieOf(signedOut).line, /Max-Age=0/);
-    expectStatus(await b.request("GET", "/console/api/session"), 401);
-  });
+    test("a login signs in with its e-mail (any case) and password and sees its stores only", async () => {
+      const r = await signIn(h, { email: "ann@example.COM", password: PASSWORD });
+      expectStatus(r, 200);
+      assert.deepEqual(r.json<{ kind: string; email: string; stores: string[] }>().stores, [mine.id]);
+      assert.equal(r.json<{ email: string }>().email, "ann@example.com");
+    });
 
-  test("the bearer token path is unchanged: no CSRF token needed, a wrong token is 401", async () => {
-    expectStatus(await h.admin("POST", "/api/admin/stores", { name: "by token" }), 201);
-    const wrong = await h.app.inject({ method: "GET", url: "/api/admin/stores", headers: { authorization: "Bearer wrong-token-wrong-token" } });
-    expectStatus(wrong, 401);
-    const none = await h.app.inject({ method: "GET", url: "/api/admin/stores" });
-    expectStatus(none, 401);
-  });
+    test("a wrong password, an unknown e-mail and a wrong token are 401, and count against the address's sign-in limit", async () => {
+      const ip = { "x-forwarded-for": "203.0.113.9" };
+      const limited = await createHarness(dialect, { AUTH_FAILURE_LIMIT_MAX: "3" });
+      try {
+        const store = await limited.store();
+        await limited.services.console.addUser("bob@example.com", PASSWORD, [store.id]);
+        const tries: Record<string, string>[] = [
+          { email: "bob@example.com", password: "wrong password!" },
+          { email: "nobody@example.com", password: PASSWORD },
+          { token: "not-the-admin-token-at-all" },
+        ];
+        for (const body of tries) {
+          const r = await signIn(limited, body, ip);
+          expectStatus(r, 401);
+          assert.equal(code(r), "unauthorized");
+          assert.equal(r.headers["set-cookie"], undefined);
+        }
+        const blocked = await signIn(limited, { email: "bob@example.com", password: PASSWORD }, ip);
+        expectStatus(blocked, 429);
+        assert.ok(Number(blocked.headers["retry-after"]) > 0);
+      } finally {
+        await limited.close();
+      }
+    });
 
-  test("a session ends after CONSOLE_SESSION_IDLE_MINUTES without a request, and 12 hours after sign-in in any case", async () => {
-    const idle = await browser(h, { token: ADMIN_TOKEN });
-    h.clock.advance(59 * 60_000);
-    expectStatus(await idle.request("GET", "/console/api/session"), 200);
-    h.clock.advance(59 * 60_000); // active 59 minutes ago: still alive
-    expectStatus(await idle.request("GET", "/api/admin/stores"), 200);
-    h.clock.advance(60 * 60_000 + 1);
-    const ended = await idle.request("GET", "/api/admin/stores");
-    expectStatus(ended, 401);
-    expectStatus(await idle.request("GET", "/console/api/session"), 401);
+    test("the cookie is Secure when the request came over TLS (x-forwarded-proto from a trusted proxy)", async () => {
+      const proxied = await createHarness(dialect, { TRUST_PROXY: "true" });
+      try {
+        const r = await proxied.app.inject({ method: "POST", url: "/console/api/session", headers: { "x-forwarded-proto": "https" }, payload: { token: ADMIN_TOKEN } });
+        expectStatus(r, 200);
+        assert.match(cookieOf(r).line, /; Secure/);
+        const plain = await proxied.app.inject({ method: "POST", url: "/console/api/session", payload: { token: ADMIN_TOKEN } });
+        assert.doesNotMatch(cookieOf(plain).line, /Secure/);
+      } finally {
+        await proxied.close();
+      }
+    });
 
-    const busy = await browser(h, { email: "ann@example.com", password: PASSWORD });
-    for (let i = 0; i < 13; i++) {
-      h.clock.advance(55 * 60_000);
-      expectStatus(await busy.request("GET", "/console/api/session"), 200);
-    }
-    h.clock.advance(55 * 60_000); // 12 h 50 min after sign-in, 55 min after the last request
-    expectStatus(await busy.request("GET", "/console/api/session"), 401);
-  });
+    test("a write without the CSRF token, with a wrong one, or from another origin is 403 csrf_failed; with both it goes through", async () => {
+      const b = await browser(h, { token: ADMIN_TOKEN });
+      const create = (headers: Record<string, string>) =>
+        h.app.inject({ method: "POST", url: "/api/admin/stores", headers: { host: HOST, cookie: `storefront_session=${b.cookie}`, ...headers }, payload: { name: "via console" } });
+      const attempts: Record<string, string>[] = [{}, { "x-csrf-token": "x".repeat(b.csrf.length) }, { "x-csrf-token": "short" }, { "x-csrf-token": b.csrf, origin: "https://evil.example" }, { "x-csrf-token": b.csrf, origin: "https://console.test:3000" }];
+      for (const headers of attempts) {
+        const r = await create(headers);
+        expectStatus(r, 403);
+        assert.equal(code(r), "csrf_failed", JSON.stringify(headers));
+      }
+      expectStatus(await create({ "x-csrf-token": b.csrf, origin: ORIGIN }), 201);
+      expectStatus(await create({ "x-csrf-token": b.csrf }), 201); // no Origin (some clients omit it): the token suffices
+      // Sign-in from another origin is refused too (login CSRF).
+      const cross = await signIn(h, { token: ADMIN_TOKEN }, { origin: "https://evil.example" });
+      expectStatus(cross, 403);
+      // Sign-out is a write.
+      const out = await h.app.inject({ method: "DELETE", url: "/console/api/session", headers: { host: HOST, cookie: `storefront_session=${b.cookie}` } });
+      expectStatus(out, 403);
+      const signedOut = await b.request("DELETE", "/console/api/session");
+      expectStatus(signedOut, 204);
+      assert.match(cookieOf(signedOut).line, /Max-Age=0/);
+      expectStatus(await b.request("GET", "/console/api/session"), 401);
+    });
 
-  test("a login cannot see or touch another store (404 as if it did not exist) nor store-less operations", async () => {
-    const ann = await browser(h, { email: "ann@example.com", password: PASSWORD });
-    const stores = await ann.request("GET", "/api/admin/stores");
-    expectStatus(stores, 200);
-    assert.deepEqual(
-      stores.json<{ data: { id: string }[] }>().data.map((s) => s.id),
-      [mine.id],
-    );
-    expectStatus(await ann.request("GET", `/api/admin/stores/${mine.id}/plugins`), 200);
-    for (const [method, url] of [
-      ["GET", `/api/admin/stores/${theirs.id}/plugins`],
-      ["GET", `/api/admin/stores/${theirs.id}/deliveries`],
-      ["PUT", `/api/admin/stores/${theirs.id}/plugins/pay`],
-      ["GET", `/api/admin/stores/st_doesnotexist/plugins`],
-    ] as const) {
-      const r = await ann.request(method, url, method === "PUT" ? { catalog: "generic-hmac" } : undefined);
-      expectStatus(r, 404);
-      assert.equal(code(r), "store_not_found");
-    }
-    const create = await ann.request("POST", "/api/admin/stores", { name: "not allowed" });
-    expectStatus(create, 403);
-    expectStatus(await ann.request("GET", "/api/admin/catalog"), 200);
-    // Removing the login ends its sessions at once.
-    await h.services.console.addUser("tmp@example.com", PASSWORD, [mine.id]);
-    const tmp = await browser(h, { email: "tmp@example.com", password: PASSWORD });
-    await h.services.console.removeUser("tmp@example.com");
-    expectStatus(await tmp.request("GET", `/api/admin/stores/${mine.id}/plugins`), 401);
+    test("the bearer token path is unchanged: no CSRF token needed, a wrong token is 401", async () => {
+      expectStatus(await h.admin("POST", "/api/admin/stores", { name: "by token" }), 201);
+      const wrong = await h.app.inject({ method: "GET", url: "/api/admin/stores", headers: { authorization: "Bearer wrong-token-wrong-token" } });
+      expectStatus(wrong, 401);
+      const none = await h.app.inject({ method: "GET", url: "/api/admin/stores" });
+      expectStatus(none, 401);
+    });
+
+    test("a session ends after CONSOLE_SESSION_IDLE_MINUTES without a request, and 12 hours after sign-in in any case", async () => {
+      const idle = await browser(h, { token: ADMIN_TOKEN });
+      h.clock.advance(59 * 60_000);
+      expectStatus(await idle.request("GET", "/console/api/session"), 200);
+      h.clock.advance(59 * 60_000); // active 59 minutes ago: still alive
+      expectStatus(await idle.request("GET", "/api/admin/stores"), 200);
+      h.clock.advance(60 * 60_000 + 1);
+      const ended = await idle.request("GET", "/api/admin/stores");
+      expectStatus(ended, 401);
+      expectStatus(await idle.request("GET", "/console/api/session"), 401);
+
+      const busy = await browser(h, { email: "ann@example.com", password: PASSWORD });
+      for (let i = 0; i < 13; i++) {
+        h.clock.advance(55 * 60_000);
+        expectStatus(await busy.request("GET", "/console/api/session"), 200);
+      }
+      h.clock.advance(55 * 60_000); // 12 h 50 min after sign-in, 55 min after the last request
+      expectStatus(await busy.request("GET", "/console/api/session"), 401);
+    });
+
+    test("a login cannot see or touch another store (404 as if it did not exist) nor store-less operations", async () => {
+      const ann = await browser(h, { email: "ann@example.com", password: PASSWORD });
+      const stores = await ann.request("GET", "/api/admin/stores");
+      expectStatus(stores, 200);
+      assert.deepEqual(
+        stores.json<{ data: { id: string }[] }>().data.map((s) => s.id),
+        [mine.id],
+      );
+      expectStatus(await ann.request("GET", `/api/admin/stores/${mine.id}/plugins`), 200);
+      for (const [method, url] of [
+        ["GET", `/api/admin/stores/${theirs.id}/plugins`],
+        ["GET", `/api/admin/stores/${theirs.id}/deliveries`],
+        ["PUT", `/api/admin/stores/${theirs.id}/plugins/pay`],
+        ["GET", `/api/admin/stores/st_doesnotexist/plugins`],
+      ] as const) {
+        const r = await ann.request(method, url, method === "PUT" ? { catalog: "generic-hmac" } : undefined);
+        expectStatus(r, 404);
+        assert.equal(code(r), "store_not_found");
+      }
+      const create = await ann.request("POST", "/api/admin/stores", { name: "not allowed" });
+      expectStatus(create, 403);
+      expectStatus(await ann.request("GET", "/api/admin/catalog"), 200);
+      // Removing the login ends its sessions at once.
+      await h.services.console.addUser("tmp@example.com", PASSWORD, [mine.id]);
+      const tmp = await browser(h, { email: "tmp@example.com", password: PASSWORD });
+      await h.services.console.removeUser("tmp@example.com");
+      expectStatus(await tmp.request("GET", `/api/admin/stores/${mine.id}/plugins`), 401);
+    });
   });
-});
+}
 
 describe("console pages and assets", () => {
   let h: Harness;
