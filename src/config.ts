@@ -45,6 +45,8 @@ export interface Config {
   readThreads: number;
   /** Linux nice value of the reader threads: 10 lets the webhook's thread run first when cores are busy. */
   readThreadsNice: number;
+  /** A finished read page waits at most this long while payment webhooks are in flight (READ_YIELD_MAX_MS; 0: never waits). */
+  readYieldMaxMs: number;
   /** The console's sessions end after this long without a request (CONSOLE_SESSION_IDLE_MINUTES), and 12 h after sign-in at the latest. */
   consoleSessionIdleMinutes: number;
 }
@@ -208,6 +210,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     // One core is left to the thread that answers webhooks.
     readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
     readThreadsNice: int("READ_THREADS_NICE", 10, 0, 19),
+    readYieldMaxMs: int("READ_YIELD_MAX_MS", 50, 0, 10_000),
     consoleSessionIdleMinutes: int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720),
     plugin: {
       poolSize,

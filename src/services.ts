@@ -17,6 +17,7 @@ import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./i
 import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
+import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
@@ -48,6 +49,8 @@ export interface Services {
   dispatcher: Dispatcher;
   /** Read API pages, built on reader threads (READ_THREADS). */
   reads: ReadsService;
+  /** Payment webhooks in flight hold finished read pages back (src/lib/priority-gate.ts). */
+  paymentsFirst: PriorityGate;
   sandbox: Sandbox;
   /** The console's logins and sessions. */
   console: ConsoleService;
@@ -143,7 +146,14 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   });
   const customersRepo = createCustomersRepository(db.kysely, db.dialect);
   const stores = createStoresService(db.kysely, now);
-  const reads = createReadsService({ database: config.database, threads: config.readThreads, nice: config.readThreadsNice, repos: { customers: customersRepo, invoices: invoicesRepo } });
+  const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
+  const reads = createReadsService({
+    database: config.database,
+    threads: config.readThreads,
+    nice: config.readThreadsNice,
+    repos: { customers: customersRepo, invoices: invoicesRepo },
+    gate: paymentsFirst,
+  });
   return {
     config,
     db,
@@ -157,6 +167,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     events,
     dispatcher,
     reads,
+    paymentsFirst,
     sandbox,
     console: createConsoleService({ db: db.kysely, stores, adminToken: config.adminToken, idleMinutes: config.consoleSessionIdleMinutes, now }),
     limits: {

@@ -36,7 +36,10 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: config.webhookBodyLimitBytes }, (_request, body, done) => done(null, body));
     // "Content-Type:" sent empty matches no parser, not even "*": the plugin still sees the header as
     // sent (captured first), and the body is read as bytes like any other.
-    app.addHook("onRequest", async (request) => {
+    app.addHook("onRequest", async (request, reply) => {
+      // Payments first: while this delivery is handled, finished read pages wait (src/lib/priority-gate.ts).
+      // "close" comes once the answer is sent or the connection is gone, whichever way the request ends.
+      reply.raw.once("close", services.paymentsFirst.enter());
       request.webhookHeaders = lowerCaseKeys(request.headers);
       if (request.headers["content-type"] !== undefined && request.headers["content-type"].trim() === "") request.headers["content-type"] = "application/octet-stream";
     });

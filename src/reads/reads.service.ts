@@ -9,6 +9,7 @@ import { AppError } from "../errors.ts";
 import type { InvoicesRepository } from "../invoices/invoices.repository.ts";
 import { type ListQuery, encodeCursor } from "../lib/list-query.ts";
 import { pageJson } from "../lib/paging.ts";
+import type { PriorityGate } from "../lib/priority-gate.ts";
 import type { ListName, ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
 
 const WORKER_URL = new URL("./reads.worker.ts", import.meta.url);
@@ -27,19 +28,26 @@ export interface ReadsDeps {
   /** Nice value of the reader threads (Linux). */
   nice: number;
   repos: { customers: CustomersRepository; invoices: InvoicesRepository };
+  /** Finished pages wait here while a payment webhook is in flight (bounded). */
+  gate: PriorityGate;
 }
 
 export function createReadsService(deps: ReadsDeps): ReadsService {
   const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
+  // A built page is written out only when no payment webhook is in flight (or after a bounded wait).
+  const yieldToPayments = async (page: Buffer): Promise<Buffer> => {
+    await deps.gate.whenIdle();
+    return page;
+  };
   if (deps.threads === 0 || inMemory) {
     return {
       threads: 0,
-      page: async (list, storeId, q) => pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor),
+      page: async (list, storeId, q) => yieldToPayments(pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor)),
       close: async () => {},
     };
   }
   const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
-  return { threads: deps.threads, page: (list, storeId, q) => pool.run({ list, storeId, query: q }), close: () => pool.close() };
+  return { threads: deps.threads, page: async (list, storeId, q) => yieldToPayments(await pool.run({ list, storeId, query: q })), close: () => pool.close() };
 }
 
 interface Pending {
