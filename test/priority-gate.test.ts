@@ -47,7 +47,7 @@ describe("the priority gate", () => {
 
 describe("the gate around the webhook route", () => {
   let h: Harness;
-  let store: { id: string };
+  let store: { id: string; key: string };
   const SECRET = "gate-secret";
   before(async () => {
     h = await createHarness("sqlite");

@@ -47,7 +47,16 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
     };
   }
   const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
-  return { threads: deps.threads, page: async (list, storeId, q) => yieldToPayments(await pool.run({ list, storeId, query: q })), close: () => pool.close() };
+  return {
+    threads: deps.threads,
+    // Also started only when no payment is in flight: the page's queries would compete with the webhook's
+    // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
+    page: async (list, storeId, q) => {
+      await deps.gate.whenIdle();
+      return yieldToPayments(await pool.run({ list, storeId, query: q }));
+    },
+    close: () => pool.close(),
+  };
 }
 
 interface Pending {
