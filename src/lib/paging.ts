@@ -113,8 +113,8 @@ export function groupBy<T, K>(rows: readonly T[], key: (row: T) => K): Map<K, T[
 
 const COMMA = Buffer.from(",");
 
-/** The page as the list operations send it, in UTF-8: the elements' JSON joined, no re-serialization. */
-export function pageJson(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer {
+/** The page as the list operations send it, in UTF-8 pieces: the elements' JSON joined, no re-serialization. */
+export function pageParts(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer[] {
   const nextCursor = page.next === null ? null : encodeCursor(page.next);
   const parts: Buffer[] = [Buffer.from(`{"data":{"${list}":[`)];
   page.bodies.forEach((b, i) => {
@@ -122,5 +122,10 @@ export function pageJson(list: "customers" | "invoices", page: Page, limit: numb
     parts.push(b);
   });
   parts.push(Buffer.from(`]},"pagination":${JSON.stringify({ limit, nextCursor })}}`));
-  return Buffer.concat(parts);
+  return parts;
+}
+
+/** The page as the list operations send it, in UTF-8, in one buffer. */
+export function pageJson(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer {
+  return Buffer.concat(pageParts(list, page, limit, encodeCursor));
 }

@@ -14,11 +14,27 @@ import type { ListName, ReadJob, ReadReply, ReaderInit } from "./reads.protocol.
 
 const WORKER_URL = new URL("./reads.worker.ts", import.meta.url);
 
+/** A page's bytes, and how to give their memory back once the response that sent them is done. */
+export interface PageBytes {
+  body: Buffer;
+  /**
+   * Call when the response is done with `body` (its "close": sent, or the connection gone). The bytes may
+   * sit in memory shared with a reader thread, which writes another page there once released: never
+   * before the socket is done with them.
+   */
+  release(): void;
+}
+
+/** A reply serializer that sends a page's bytes as they are. */
+export const passBytes = (bytes: unknown): string => bytes as string;
+
 export interface ReadsService {
-  /** The page as the list operation sends it: JSON text or its UTF-8 bytes. */
-  page(list: ListName, storeId: string, q: ListQuery): Promise<string | Buffer>;
+  /** The page as the list operations send it, as UTF-8 bytes. */
+  page(list: ListName, storeId: string, q: ListQuery): Promise<PageBytes>;
   /** Reader threads running (0 when pages are built on this thread). */
   readonly threads: number;
+  /** Shared page slots holding a page whose response is not done yet. */
+  slotsInUse(): number;
   close(): Promise<void>;
 }
 
@@ -35,14 +51,15 @@ export interface ReadsDeps {
 export function createReadsService(deps: ReadsDeps): ReadsService {
   const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
   // A built page is written out only when no payment webhook is in flight (or after a bounded wait).
-  const yieldToPayments = async (page: Buffer): Promise<Buffer> => {
+  const yieldToPayments = async (page: PageBytes): Promise<PageBytes> => {
     await deps.gate.whenIdle();
     return page;
   };
   if (deps.threads === 0 || inMemory) {
     return {
       threads: 0,
-      page: async (list, storeId, q) => yieldToPayments(pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor)),
+      page: async (list, storeId, q) => yieldToPayments({ body: pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor), release: NO_RELEASE }),
+      slotsInUse: () => 0,
       close: async () => {},
     };
   }
@@ -55,42 +72,56 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
       await deps.gate.whenIdle();
       return yieldToPayments(await pool.run({ list, storeId, query: q }));
     },
+    slotsInUse: () => pool.slotsInUse(),
     close: () => pool.close(),
   };
 }
 
 interface Pending {
-  resolve: (json: Buffer) => void;
+  resolve: (page: PageBytes) => void;
   reject: (err: Error) => void;
 }
 
 interface Reader {
   worker: Worker;
   pending: Map<number, Pending>;
+  slots: SharedArrayBuffer;
+  slotStates: Int32Array;
 }
+
+/** Shared page slots per reader thread: 16 of 1 MiB (a page of 500 customers is ~1.3 MB and goes the old way). */
+const SLOT_SIZE = 1 << 20;
+const SLOT_COUNT = 16;
+const NO_RELEASE = () => {};
 
 /** A fixed set of reader threads; each request goes to the one with the fewest pages in hand. */
 class ReaderPool {
   private readonly readers: Reader[] = [];
-  private readonly init: ReaderInit;
+  private readonly init: Pick<ReaderInit, "database" | "nice">;
   private nextId = 0;
   private closing = false;
 
-  constructor(init: ReaderInit, size: number) {
+  constructor(init: Pick<ReaderInit, "database" | "nice">, size: number) {
     this.init = init;
     for (let i = 0; i < size; i++) this.readers.push(this.spawn());
   }
 
-  run(job: Omit<ReadJob, "id">): Promise<Buffer> {
+  run(job: Omit<ReadJob, "id">): Promise<PageBytes> {
     if (this.closing) return Promise.reject(new AppError("service_unavailable", "The service is shutting down"));
     let reader = this.readers[0]!;
     for (const r of this.readers) if (r.pending.size < reader.pending.size) reader = r;
     const id = this.nextId++;
-    return new Promise<Buffer>((resolve, reject) => {
+    return new Promise<PageBytes>((resolve, reject) => {
       reader.pending.set(id, { resolve, reject });
       if (reader.pending.size === 1) reader.worker.ref();
       reader.worker.postMessage({ ...job, id } satisfies ReadJob);
     });
+  }
+
+  slotsInUse(): number {
+    let n = 0;
+    for (const r of this.readers) for (let i = 0; i < SLOT_COUNT; i++) n += Atomics.load(r.slotStates, i);
+    return n;
   }
 
   async close(): Promise<void> {
@@ -99,18 +130,26 @@ class ReaderPool {
   }
 
   private spawn(): Reader {
-    const worker = new Worker(WORKER_URL, { workerData: this.init, name: "storefront-reader" });
+    const slots = new SharedArrayBuffer(SLOT_SIZE * SLOT_COUNT);
+    const states = new SharedArrayBuffer(4 * SLOT_COUNT);
+    const workerData: ReaderInit = { ...this.init, slots, slotStates: states, slotSize: SLOT_SIZE, slotCount: SLOT_COUNT };
+    const worker = new Worker(WORKER_URL, { workerData, name: "storefront-reader" });
     // An idle reader does not keep the process alive; one with pages in hand does.
     worker.unref();
-    const reader: Reader = { worker, pending: new Map() };
+    const reader: Reader = { worker, pending: new Map(), slots, slotStates: new Int32Array(states) };
     worker.on("message", (reply: ReadReply) => {
       if ("ready" in reply) return;
       const p = reader.pending.get(reply.id);
-      if (!p) return;
+      if (!p) {
+        // Nobody waits for this page any more: its slot is free at once.
+        if (reply.ok && "slot" in reply) Atomics.store(reader.slotStates, reply.slot, 0);
+        return;
+      }
       reader.pending.delete(reply.id);
       if (reader.pending.size === 0) worker.unref();
-      if (reply.ok) p.resolve(Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength));
-      else p.reject(toError(reply.error));
+      if (!reply.ok) p.reject(toError(reply.error));
+      else if ("json" in reply) p.resolve({ body: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), release: NO_RELEASE });
+      else p.resolve({ body: Buffer.from(reader.slots, reply.slot * SLOT_SIZE, reply.length), release: releaseOnce(reader.slotStates, reply.slot) });
     });
     const fail = (why: string) => {
       const index = this.readers.indexOf(reader);
@@ -130,4 +169,14 @@ function toError(e: Extract<ReadReply, { ok: false }>["error"]): Error {
   const err = new Error(e.message) as Error & { code?: string };
   if (e.dbCode !== undefined) err.code = e.dbCode;
   return err;
+}
+
+/** Frees a shared slot for its reader to write another page into; a second call does nothing. */
+function releaseOnce(states: Int32Array, slot: number): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    Atomics.store(states, slot, 0);
+  };
 }

@@ -9,7 +9,7 @@ import { createCustomersRepository } from "../customers/customers.repository.ts"
 import { AppError } from "../errors.ts";
 import { createInvoicesRepository } from "../invoices/invoices.repository.ts";
 import { encodeCursor } from "../lib/list-query.ts";
-import { pageJson } from "../lib/paging.ts";
+import { pageParts } from "../lib/paging.ts";
 import type { ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
 
 const init = workerData as ReaderInit;
@@ -40,11 +40,34 @@ port.on("message", (job: ReadJob) => {
 });
 port.postMessage({ id: -1, ok: true, ready: true } satisfies ReadReply);
 
+const slotStates = new Int32Array(init.slotStates);
+
+/** Copies the page into a free shared slot and returns its number, or null (too large, or none free). */
+function intoSlot(parts: Buffer[]): { slot: number; length: number } | null {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  if (length > init.slotSize) return null;
+  for (let slot = 0; slot < init.slotCount; slot++) {
+    // Taken atomically: the main thread frees a slot (stores 0) when the response that sent it is done.
+    if (Atomics.compareExchange(slotStates, slot, 0, 1) !== 0) continue;
+    const target = new Uint8Array(init.slots, slot * init.slotSize, init.slotSize);
+    let at = 0;
+    for (const p of parts) {
+      target.set(p, at);
+      at += p.length;
+    }
+    return { slot, length };
+  }
+  return null;
+}
+
 async function answer(job: ReadJob): Promise<void> {
   let reply: Exclude<ReadReply, { ready: true }>;
   try {
     const page = await repos[job.list].listPage(job.storeId, job.query);
-    reply = { id: job.id, ok: true, json: pageJson(job.list, page, job.query.limit, encodeCursor) };
+    const parts = pageParts(job.list, page, job.query.limit, encodeCursor);
+    const shared = intoSlot(parts);
+    reply = shared === null ? { id: job.id, ok: true, json: Buffer.concat(parts) } : { id: job.id, ok: true, ...shared };
   } catch (err) {
     const expected = err instanceof AppError;
     reply = {
@@ -61,6 +84,7 @@ async function answer(job: ReadJob): Promise<void> {
   }
   // A large page's bytes have their own memory and move to the main thread without a copy; a small one
   // may sit in Buffer's shared pool, which must not be moved, and is copied.
-  const own = "json" in reply && reply.json.byteOffset === 0 && reply.json.byteLength === reply.json.buffer.byteLength;
-  port.postMessage(reply, own ? [(reply as { json: Uint8Array }).json.buffer as ArrayBuffer] : []);
+  const json = "json" in reply ? reply.json : null;
+  const own = json !== null && json.byteOffset === 0 && json.byteLength === json.buffer.byteLength;
+  port.postMessage(reply, own ? [json.buffer as ArrayBuffer] : []);
 }
