@@ -74,6 +74,22 @@ describe("read pages in shared slots, over real HTTP", () => {
     for (const a of again) assert.equal(a.body, expected.get(limitOf(a.i)));
   });
 
+  test("a client that leaves while its page waits behind a payment gives the slot back", async () => {
+    const leave = h.services.paymentsFirst.enter();
+    const url = new URL(`${base}/api/service/customers?limit=40`);
+    const gone = Array.from({ length: 5 }, () => {
+      const req = http.get(url, { headers: { authorization: store.key }, agent: false });
+      req.on("error", () => {});
+      return req;
+    });
+    await sleep(20); // the pages are built and held while the "payment" is in flight
+    for (const req of gone) req.destroy();
+    await sleep(20);
+    leave();
+    for (let i = 0; i < 200 && h.services.reads.slotsInUse() > 0; i++) await sleep(10);
+    assert.equal(h.services.reads.slotsInUse(), 0, "slots of pages whose client left before they were sent came back");
+  });
+
   test("the same page through app.inject (which copies what is written) is byte for byte the one sent over HTTP", async () => {
     const r = await h.get(`/api/service/customers?limit=40`, store.key);
     expectStatus(r, 200);

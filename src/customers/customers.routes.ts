@@ -23,7 +23,9 @@ export function customersRoutes(services: Services): FastifyPluginAsyncTypebox {
         const page = await services.reads.page("customers", authenticatedStoreId(request), q);
         // The bytes may be memory shared with the reader thread: given back once the response is done with
         // them ("close" comes after the last byte is handed to the socket, or when the connection is gone).
-        reply.raw.once("close", page.release);
+        // A client that reset the connection while the page was being built has had its "close" already.
+        if (reply.raw.closed) page.release();
+        else reply.raw.once("close", page.release);
         // Typed as the schema's object; what goes out is its JSON, already serialized. The serializer passes
         // the bytes through as they are (Fastify sends a Buffer over shared memory as it does any Buffer,
         // but would otherwise take it for an object to serialize).
