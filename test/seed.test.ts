@@ -138,6 +138,16 @@ test("seeded data has the documented shape: ~5 invoices, ~2 reviews, ~3 sessions
   });
 });
 
+test("seeding builds the documents with a large SQLite page cache and gives the connection its own back", async () => {
+  await withSeedServices("sqlite", async (services) => {
+    const before = services.db.sqlite!.pragma("cache_size", { simple: true });
+    const result = await seedStore(services.db, { customers: 30, seed: 5, until: UNTIL });
+    assert.equal(services.db.sqlite!.pragma("cache_size", { simple: true }), before);
+    const docs = await services.db.kysely.selectFrom("customer_views").select((eb) => eb.fn.countAll<number>().as("n")).where("store_id", "=", result.storeId).executeTakeFirstOrThrow();
+    assert.equal(Number(docs.n), 30);
+  });
+});
+
 test("a second seed into the same store adds customers; the same seed twice is refused", async () => {
   await withSeedServices("sqlite", async (services) => {
     const first = await seedStore(services.db, { customers: 50, seed: 3, until: UNTIL });
