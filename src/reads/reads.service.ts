@@ -3,6 +3,7 @@
 // the main thread passes the request in and the bytes out. With no threads (READ_THREADS=0, or an
 // in-memory SQLite database that other connections cannot see) the same code runs on the main thread.
 import { Worker } from "node:worker_threads";
+import type { FastifyReply } from "fastify";
 import type { Config } from "../config.ts";
 import type { CustomersRepository } from "../customers/customers.repository.ts";
 import { AppError } from "../errors.ts";
@@ -25,8 +26,20 @@ export interface PageBytes {
   release(): void;
 }
 
-/** A reply serializer that sends a page's bytes as they are. */
-export const passBytes = (bytes: unknown): string => bytes as string;
+/**
+ * Sends a list page. The bytes may be memory shared with the reader thread: given back once the response is
+ * done with them ("close" comes after the last byte is handed to the socket, or when the connection is
+ * gone; a client that reset the connection while the page was built has had its "close" already). The
+ * serializer passes the bytes through: Fastify sends a Buffer over shared memory as it does any Buffer, but
+ * would otherwise take it for an object to serialize with the response schema.
+ */
+export function sendPage(reply: FastifyReply, page: PageBytes): FastifyReply {
+  if (reply.raw.closed) page.release();
+  else reply.raw.once("close", page.release);
+  return reply.type("application/json; charset=utf-8").serializer(passBytes).send(page.body);
+}
+
+const passBytes = (bytes: unknown): string => bytes as string;
 
 export interface ReadsService {
   /** The page as the list operations send it, as UTF-8 bytes. */
