@@ -1,10 +1,11 @@
 // The delivery log of a store: filters (outcome, plugin, invoice, time) kept in the address, pages of 50
 // newest first, and a live view that adds new deliveries at the top as they arrive (Server-Sent Events
 // from /console/api/stores/:storeId/deliveries/stream, on the same filters).
-import { adminPath, api, ApiError } from "../lib/api.ts";
+import { adminPath, ApiError } from "../lib/api.ts";
 import { fmtTime, h, replace } from "../lib/dom.ts";
 import { appLink, errorText, fmtMs, notFound, outcomeBadge } from "../lib/log-views.ts";
 import type { PageContext } from "../lib/page.ts";
+import { pagedList } from "../lib/paged-list.ts";
 
 export interface DeliverySummary {
   id: string;
@@ -17,11 +18,6 @@ export interface DeliverySummary {
   responseStatus: number;
   durationMs: number;
   createdAt: string;
-}
-
-interface DeliveryPage {
-  data: DeliverySummary[];
-  pagination: { limit: number; nextCursor: string | null };
 }
 
 export const OUTCOMES = [
@@ -65,13 +61,10 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const base = `/console/stores/${encodeURIComponent(storeId)}/deliveries`;
   let filters = filtersFromLocation();
   let stream: EventSource | null = null;
-  let nextCursor: string | null = null;
-  let generation = 0;
 
   const tbody = h("tbody");
   const status = h("p", { class: "muted", "data-testid": "list-status" });
   const liveState = h("span", { class: "live-state muted", "data-testid": "live-state" });
-  const more = h("button", { type: "button", class: "secondary", hidden: true, on: { click: () => void load(false) } }, "Older deliveries");
 
   const row = (d: DeliverySummary, fresh = false) =>
     h(
@@ -87,30 +80,24 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       h("td", null, appLink(`${base}/${encodeURIComponent(d.id)}`, d.id, ctx.navigate, { class: "mono" })),
     );
 
-  async function load(fresh: boolean): Promise<void> {
-    const mine = fresh ? ++generation : generation;
-    if (fresh) {
-      replace(tbody);
-      nextCursor = null;
-    }
-    status.textContent = "Loading…";
-    try {
-      const page = await api<DeliveryPage>("GET", adminPath(storeId, "deliveries") + query(filters, { limit: "50", ...(nextCursor ? { cursor: nextCursor } : {}) }));
-      if (mine !== generation) return;
-      tbody.append(...page.data.map((d) => row(d)));
-      nextCursor = page.pagination.nextCursor;
-      more.hidden = nextCursor === null;
-      status.textContent = tbody.children.length === 0 ? "No deliveries match." : "";
-    } catch (err) {
-      if (mine !== generation) return;
+  const list = pagedList<DeliverySummary>({
+    body: tbody,
+    status,
+    moreLabel: "Older deliveries",
+    path: (cursor) => adminPath(storeId, "deliveries") + query(filters, { limit: "50", ...(cursor ? { cursor } : {}) }),
+    row: (d) => row(d),
+    empty: "No deliveries match.",
+    onError: (err) => {
       if (err instanceof ApiError && err.status === 404) {
         stopLive();
         replace(root, notFound("Store"));
         return;
       }
       status.textContent = errorText(err);
-    }
-  }
+    },
+  });
+  const { more } = list;
+  const load = (fresh: boolean) => list.load(fresh);
 
   function startLive(): void {
     stopLive();
@@ -200,7 +187,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   void load(true);
 
   return () => {
-    generation++;
+    list.stop();
     stopLive();
   };
 }

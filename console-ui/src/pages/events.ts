@@ -5,6 +5,7 @@ import { adminPath, api, ApiError } from "../lib/api.ts";
 import { fmtTime, h, replace } from "../lib/dom.ts";
 import { appLink, errorText, fmtMs, notFound, outcomeBadge, pre, pretty, table } from "../lib/log-views.ts";
 import type { PageContext } from "../lib/page.ts";
+import { type Paged, pagedList } from "../lib/paged-list.ts";
 
 interface EventBody {
   id: string;
@@ -37,7 +38,6 @@ interface Attempt {
   nextAttemptAt: string | null;
 }
 
-type Paged<T> = { data: T[]; pagination: { limit: number; nextCursor: string | null } };
 
 export const EVENT_TYPES = ["invoice.created", "invoice.completed", "invoice.disputed", "invoice.expired", "invoice.cancelled", "invoice.refunded", "delivery.failed"];
 
@@ -60,14 +60,11 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   let live = true;
   let endpoints: Endpoint[] = [];
   let filters = { types: "", invoiceId: new URLSearchParams(location.search).get("invoiceId") ?? "" };
-  let nextCursor: string | null = null;
-  let generation = 0;
 
   const endpointsBox = h("div", { "data-testid": "endpoints" }, h("p", { class: "muted" }, "Loading…"));
   const endpointAttempts = h("div", { class: "endpoint-attempts" });
   const eventsBody = h("tbody");
   const eventsStatus = h("p", { class: "muted" });
-  const more = h("button", { type: "button", class: "secondary", hidden: true, on: { click: () => void loadEvents(false) } }, "Older events");
 
   const later = (fn: () => void, ms: number) => {
     const t = setTimeout(() => {
@@ -245,28 +242,23 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     ];
   };
 
-  async function loadEvents(fresh: boolean): Promise<void> {
-    const mine = fresh ? ++generation : generation;
-    if (fresh) {
-      replace(eventsBody);
-      nextCursor = null;
-    }
-    eventsStatus.textContent = "Loading…";
-    const q = new URLSearchParams({ limit: "50" });
-    if (filters.types) q.set("types", filters.types);
-    if (filters.invoiceId) q.set("invoiceId", filters.invoiceId);
-    if (nextCursor) q.set("cursor", nextCursor);
-    try {
-      const page = await api<Paged<EventBody>>("GET", adminPath(storeId, "events") + `?${q.toString()}`);
-      if (mine !== generation || !live) return;
-      for (const ev of page.data) eventsBody.append(...eventRow(ev));
-      nextCursor = page.pagination.nextCursor;
-      more.hidden = nextCursor === null;
-      eventsStatus.textContent = eventsBody.children.length === 0 ? "No events match." : "";
-    } catch (err) {
-      if (mine === generation) fail(err, eventsStatus);
-    }
-  }
+  const eventsList = pagedList<EventBody>({
+    body: eventsBody,
+    status: eventsStatus,
+    moreLabel: "Older events",
+    path: (cursor) => {
+      const q = new URLSearchParams({ limit: "50" });
+      if (filters.types) q.set("types", filters.types);
+      if (filters.invoiceId) q.set("invoiceId", filters.invoiceId);
+      if (cursor) q.set("cursor", cursor);
+      return adminPath(storeId, "events") + `?${q.toString()}`;
+    },
+    row: eventRow,
+    empty: "No events match.",
+    onError: (err) => fail(err, eventsStatus),
+  });
+  const { more } = eventsList;
+  const loadEvents = (fresh: boolean) => eventsList.load(fresh);
 
   const typeSelect = h("select", { name: "types" }, h("option", { value: "" }, "any"), EVENT_TYPES.map((t) => h("option", { value: t }, t)));
   const invoiceInput = h("input", { name: "invoiceId", type: "text", placeholder: "invoice id", value: filters.invoiceId, autocomplete: "off", spellcheck: "false" });
@@ -304,7 +296,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
 
   return () => {
     live = false;
-    generation++;
+    eventsList.stop();
     for (const t of timers) clearTimeout(t);
   };
 }
