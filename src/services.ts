@@ -93,7 +93,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const db = openDatabase(config.database);
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
-  const invoicesRepo = createInvoicesRepository(db.kysely, db.dialect);
+  const invoicesRepo = createInvoicesRepository(db);
   const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
   const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);
@@ -144,7 +144,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
-  const customersRepo = createCustomersRepository(db.kysely, db.dialect);
+  const customersRepo = createCustomersRepository(db);
   const stores = createStoresService(db.kysely, now);
   const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
   const reads = createReadsService({

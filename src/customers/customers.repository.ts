@@ -1,12 +1,13 @@
-// Reads customers as the API shows them. A page is one query: the page's ids from the page index (or, with
-// filters, from their indexes), joined to the read model's stored JSON (src/lib/read-model.ts). A customer
+// Reads customers as the API shows them. A page is two queries: the page's ids from the page index (or, with
+// filters, from their indexes), then the read model's stored JSON of those ids (src/lib/read-model.ts). A customer
 // whose document is missing (a write that did not refresh it) is assembled from the source tables: its
 // chat account, reviews, sessions and invoices, whose completed ones give the order figures.
 import { sql, type Expression, type Kysely, type SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, groupBy, mergeOrderedRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
+import { pageShapes } from "../lib/page-shapes.ts";
+import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, readPage, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -104,7 +105,8 @@ export interface CustomersRepository {
   list(storeId: string, q: ListQuery): Promise<{ customers: Customer[]; next: Cursor | null }>;
 }
 
-export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite" | "postgres"): CustomersRepository {
+export function createCustomersRepository(source: PageSource): CustomersRepository {
+  const { kysely: db, dialect } = source;
   // The expression of the customers_email index (migration 0009): ASCII folding on both dialects.
   const foldedEmail = dialect === "postgres" ? sql`lower(p.email collate "C")` : sql`lower(p.email)`;
 
@@ -134,14 +136,20 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
     return conds;
   }
 
-  async function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    // The page's ids first, from the page index alone (with `email`, from the e-mail index; with `id`, see
-    // idFilterPage), then the documents of those ids only.
-    if (q.id !== null) return pageDocuments(db, dialect, idFilterPage(storeId, q, q.id), q.limit, "customer_views", assembleByIds);
+  /**
+   * The page's keys, ordered, limit + 1 of them: from the page index alone (with `email`, from the e-mail
+   * index; with `id`, see idFilterPage).
+   */
+  function pageKeys(storeId: string, q: ListQuery) {
+    if (q.id !== null) return idFilterPage(storeId, q, q.id);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
     for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
-    pageIds = pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
-    return pageDocuments(db, dialect, pageIds, q.limit, "customer_views", assembleByIds);
+    return pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+  }
+  const keysOf = pageShapes("customer_keys", pageKeys);
+
+  function listPage(storeId: string, q: ListQuery): Promise<Page> {
+    return readPage(source, keysOf(storeId, q), q.limit, "customer_views", assembleByIds);
   }
 
   /**
@@ -183,8 +191,8 @@ export function createCustomersRepository(db: Kysely<Database>, dialect: "sqlite
   return {
     listPage,
     async list(storeId, q) {
-      const { bodies, next } = await listPage(storeId, q);
-      return { customers: bodies.map((b) => JSON.parse(b.toString()) as Customer), next };
+      const page = await listPage(storeId, q);
+      return { customers: pageElements<Customer>(page), next: page.next };
     },
   };
 }

@@ -19,11 +19,51 @@ export interface Db {
   sqlite: SQLite.Database | null;
   /** Raw pg pool for bulk loading (seed, COPY); null on SQLite. */
   pgPool: pg.Pool | null;
+  /** Runs a statement that is prepared once per connection and then only bound (see Prepared). */
+  prepared: Prepared;
   migrate(): Promise<void>;
   /** Migrations not yet applied to this database. */
   pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Statements run often with other values (the list pages' queries), prepared once per connection rather
+ * than once per run: on SQLite a cached better-sqlite3 statement; on PostgreSQL a named prepared statement,
+ * parsed once per connection and, after a few runs, planned once (a generic plan) instead of per run.
+ * `name` identifies the SQL text: one name, one text.
+ */
+export interface Prepared {
+  all<R>(statement: PreparedStatement, params: readonly unknown[]): Promise<R[]>;
+}
+
+export interface PreparedStatement {
+  name: string;
+  sql: string;
+}
+
+export function sqlitePrepared(handle: SQLite.Database): Prepared {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    all: async <R>(statement: PreparedStatement, params: readonly unknown[]) => {
+      let prepared = statements.get(statement.name);
+      if (prepared === undefined) {
+        prepared = handle.prepare(statement.sql);
+        statements.set(statement.name, prepared);
+      }
+      return prepared.all(...params) as R[];
+    },
+  };
+}
+
+function pgPrepared(pool: pg.Pool): Prepared {
+  return {
+    all: async <R>(statement: PreparedStatement, params: readonly unknown[]) => {
+      const result = await pool.query({ name: statement.name, text: statement.sql, values: params as unknown[] });
+      return result.rows as R[];
+    },
+  };
 }
 
 // int8 (bigint) and numeric come back from pg as strings; our int8 columns hold epoch milliseconds and
@@ -50,6 +90,7 @@ export function openDatabase(database: Config["database"], options: { poolSize?:
       dialect: "postgres",
       sqlite: null,
       pgPool: pool,
+      prepared: pgPrepared(pool),
       migrate: async () => {
         await migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" });
       },
@@ -73,6 +114,7 @@ export function openDatabase(database: Config["database"], options: { poolSize?:
     dialect: "sqlite",
     sqlite: handle,
     pgPool: null,
+    prepared: sqlitePrepared(handle),
     migrate: async () => {
       await migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" });
     },

@@ -1,12 +1,13 @@
-// Reads invoices as the API shows them. A page is one query: the page's ids from the page index (or, with
-// filters, from their indexes), joined to the read model's stored JSON (src/lib/read-model.ts). An invoice
+// Reads invoices as the API shows them. A page is two queries: the page's ids from the page index (or, with
+// filters, from their indexes), then the read model's stored JSON of those ids (src/lib/read-model.ts). An invoice
 // whose document is missing (a write that did not refresh it) is assembled from the source tables, three
 // more queries for those invoices only.
 import type { Kysely, Selectable } from "kysely";
 import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
-import { type Page, groupBy, mergeOrderedRanges, pageDocuments, windowConditions } from "../lib/paging.ts";
+import { pageShapes } from "../lib/page-shapes.ts";
+import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, readPage, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -66,7 +67,8 @@ export interface InvoicesRepository {
   findView(storeId: string, invoiceId: string): Promise<Invoice | null>;
 }
 
-export function createInvoicesRepository(db: Kysely<Database>, dialect: "sqlite" | "postgres"): InvoicesRepository {
+export function createInvoicesRepository(source: PageSource): InvoicesRepository {
+  const db = source.kysely;
   /** Missing documents, assembled from the source tables. */
   async function assembleByIds(ids: string[]): Promise<Map<string, string>> {
     const rows = await db.selectFrom("invoices").selectAll().where("id", "in", ids).execute();
@@ -74,19 +76,26 @@ export function createInvoicesRepository(db: Kysely<Database>, dialect: "sqlite"
     return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
   }
 
-  async function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    if (q.id !== null) return pageDocuments(db, dialect, idFilterPage(storeId, q, q.id), q.limit, "invoice_views", assembleByIds);
-    // The page's ids from the page index alone (with `status`, one ordered range of (store, status,
-    // created_at, id) per status, each cut at the page size, merged: at most statuses × (limit + 1) index
-    // entries whatever the store's size), then the documents of those ids only.
+  /**
+   * The page's keys, ordered, limit + 1 of them: from the page index alone (with `status`, one ordered range
+   * of (store, status, created_at, id) per status, each cut at the page size, merged: at most statuses ×
+   * (limit + 1) index entries whatever the store's size); with `id`, see idFilterPage.
+   */
+  function pageKeys(storeId: string, q: ListQuery) {
+    if (q.id !== null) return idFilterPage(storeId, q, q.id);
     const pageIdsOf = (status: string | null) => {
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (status !== null) ids = ids.where("p.status", "=", status);
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
       return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
     };
-    if (q.statuses === null) return pageDocuments(db, dialect, pageIdsOf(null), q.limit, "invoice_views", assembleByIds);
-    return pageDocuments(db, dialect, mergeOrderedRanges(db, q.statuses.map(pageIdsOf), q.limit), q.limit, "invoice_views", assembleByIds);
+    if (q.statuses === null) return pageIdsOf(null);
+    return mergeOrderedRanges(db, q.statuses.map(pageIdsOf), q.limit);
+  }
+  const keysOf = pageShapes("invoice_keys", pageKeys);
+
+  function listPage(storeId: string, q: ListQuery): Promise<Page> {
+    return readPage(source, keysOf(storeId, q), q.limit, "invoice_views", assembleByIds);
   }
 
   /**
@@ -133,8 +142,8 @@ export function createInvoicesRepository(db: Kysely<Database>, dialect: "sqlite"
     listPage,
 
     async list(storeId, q) {
-      const { bodies, next } = await listPage(storeId, q);
-      return { invoices: bodies.map((b) => JSON.parse(b.toString()) as Invoice), next };
+      const page = await listPage(storeId, q);
+      return { invoices: pageElements<Invoice>(page), next: page.next };
     },
 
     findView: (storeId, invoiceId) => findInvoiceView(db, storeId, invoiceId),

@@ -1,17 +1,20 @@
 // Keyset paging shared by the list repositories: newest first by (created_at, id), inclusive date bounds,
 // and a page fetched as limit + 1 rows so the presence of a next page costs no extra query.
-import { sql, type AliasedSelectQueryBuilder, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
+import { sql, type AliasedSelectQueryBuilder, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from "kysely";
+import type { Db, PreparedStatement } from "../db/database.ts";
 import type { Database } from "../db/schema.ts";
+import type { BoundQuery } from "./page-shapes.ts";
 import type { Cursor, ListQuery } from "./list-query.ts";
 
 /**
- * A page of a list as the JSON of its elements in UTF-8, in order, and where the next page starts. Bytes,
- * not strings: on SQLite a stored document goes from the database to the socket without being decoded into
- * a JavaScript string and encoded back (for a 262 KiB customers page that round trip cost more than
- * reading the page).
+ * A page of a list: the JSON of its elements in UTF-8, in order, joined by commas (no brackets), how many
+ * there are, and where the next page starts. Bytes, not strings: on SQLite the stored documents go from the
+ * database to the socket without being decoded into a JavaScript string and encoded back (for a 262 KiB
+ * customers page that round trip cost more than reading the page).
  */
 export interface Page {
-  bodies: Buffer[];
+  elements: Buffer;
+  count: number;
   next: Cursor | null;
 }
 
@@ -63,40 +66,78 @@ export function mergeOrderedRanges(
   return db.selectFrom(union.as("u")).select(["u.id", "u.created_at"]).orderBy("u.created_at", "desc").orderBy("u.id", "desc").limit(limit + 1);
 }
 
+/** Where a page is read: the repositories' database, and its statements prepared once per connection. */
+export type PageSource = Pick<Db, "kysely" | "dialect" | "prepared">;
+
+export type Views = "customer_views" | "invoice_views";
+
 /**
- * The page's documents: the page-id query joined to its read-model table (`customer_views` or
- * `invoice_views`), cut at the limit, with the missing documents (made stale by a write that did not
- * refresh them) assembled. An element deleted in between is left out. SQLite hands the stored text over as
- * its UTF-8 bytes (`cast … as blob`); PostgreSQL's text is encoded here.
+ * The page whose keys `keys` selects (ordered, limit + 1 of them, see page-shapes.ts): the documents of the
+ * first `limit` from the read-model table, in one value joined by the database (one aggregate instead of a
+ * row and a buffer per element: about half the cost of reading them row by row). The ids are aggregated
+ * beside the bodies, in the same order; when they are not the page's ids in order (a document made stale by
+ * a write that did not refresh it, or an element deleted in between), the page is read element by element,
+ * the missing documents assembled and a deleted element left out.
  */
-export async function pageDocuments<DB, TB extends keyof DB>(
-  db: Kysely<Database>,
-  dialect: "sqlite" | "postgres",
-  pageIds: SelectQueryBuilder<DB, TB, PageKey>,
-  limit: number,
-  views: "customer_views" | "invoice_views",
-  assemble: (ids: string[]) => Promise<Map<string, string>>,
-): Promise<Page> {
-  const body = dialect === "sqlite" ? sql<Buffer | null>`cast(v.body as blob)` : sql<string | null>`v.body`;
-  const rows: (PageKey & { body: Buffer | string | null })[] = await db
-    .selectFrom((pageIds as unknown as SelectQueryBuilder<Database & { q: PageKey }, "q", PageKey>).as("pg"))
-    .leftJoin(`${views} as v`, "v.id", "pg.id")
-    .select(["pg.id", "pg.created_at", (body as RawBuilder<Buffer | string | null>).as("body")])
-    .orderBy("pg.created_at", "desc")
-    .orderBy("pg.id", "desc")
-    .execute();
+export async function readPage(source: PageSource, keys: BoundQuery, limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
+  const rows = await source.prepared.all<PageKey>(keys.statement, keys.params);
   const { page, next } = takePage(rows, limit);
-  return { bodies: await fillMissing(page, assemble), next };
+  if (page.length === 0) return { elements: EMPTY, count: 0, next };
+  const ids = page.map((r) => r.id);
+  const statements = DOCUMENTS[source.dialect][views];
+  const idsParam = source.dialect === "sqlite" ? JSON.stringify(ids) : ids;
+  const [joined] = await source.prepared.all<{ bodies: Buffer | string | null; ids: string | null }>(statements.joined, [idsParam]);
+  if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) {
+    return { elements: typeof joined.bodies === "string" ? Buffer.from(joined.bodies) : joined.bodies, count: ids.length, next };
+  }
+  const found = await source.prepared.all<{ id: string; body: Buffer | string }>(statements.each, [idsParam]);
+  const bodies = new Map(found.map((r) => [r.id, r.body]));
+  const missing = ids.filter((id) => !bodies.has(id));
+  const built = missing.length === 0 ? new Map<string, string>() : await assemble(missing);
+  const parts: Buffer[] = [];
+  let count = 0;
+  for (const id of ids) {
+    const body = bodies.get(id) ?? built.get(id);
+    if (body === undefined) continue;
+    if (count++ > 0) parts.push(COMMA);
+    parts.push(typeof body === "string" ? Buffer.from(body) : body);
+  }
+  return { elements: Buffer.concat(parts), count, next };
 }
 
-async function fillMissing(rows: readonly { id: string; body: Buffer | string | null }[], assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Buffer[]> {
-  const missing = rows.filter((r) => r.body === null).map((r) => r.id);
-  const built = missing.length === 0 ? new Map<string, string>() : await assemble(missing);
-  return rows.flatMap((r) => {
-    const body = r.body ?? built.get(r.id);
-    if (body === undefined) return [];
-    return [typeof body === "string" ? Buffer.from(body) : body];
-  });
+const EMPTY = Buffer.alloc(0);
+const COMMA = Buffer.from(",");
+
+/**
+ * The documents of a page's ids, in the ids' order: joined into one value (with the ids joined beside them,
+ * to check), or one row each. SQLite takes the ids as a JSON array and walks it first (`cross join` keeps
+ * that loop order); PostgreSQL takes a text array, numbered. Ids never contain a comma (src/lib/ids.ts).
+ */
+const DOCUMENTS: Record<"sqlite" | "postgres", Record<Views, { joined: PreparedStatement; each: PreparedStatement }>> = {
+  sqlite: {
+    customer_views: sqliteDocuments("customer_views"),
+    invoice_views: sqliteDocuments("invoice_views"),
+  },
+  postgres: {
+    customer_views: pgDocuments("customer_views"),
+    invoice_views: pgDocuments("invoice_views"),
+  },
+};
+
+function sqliteDocuments(views: Views) {
+  const from = `from json_each(?) as j cross join ${views} as v on v.id = j.value`;
+  return {
+    joined: { name: `${views}_joined`, sql: `select cast(group_concat(v.body, ',') as blob) as bodies, group_concat(v.id, ',') as ids ${from}` },
+    each: { name: `${views}_each`, sql: `select v.id, cast(v.body as blob) as body ${from} order by j.key` },
+  };
+}
+
+function pgDocuments(views: Views) {
+  const from = `from unnest($1::text[]) with ordinality as j(id, n) join ${views} as v on v.id = j.id`;
+  return {
+    joined: { name: `${views}_joined`, sql: `select string_agg(v.body, ',' order by j.n) as bodies, string_agg(v.id, ',' order by j.n) as ids ${from}` },
+    each: { name: `${views}_each`, sql: `select v.id, v.body ${from} order by j.n` },
+  };
 }
 
 /** Groups rows by a key, keeping their order. */
@@ -111,21 +152,18 @@ export function groupBy<T, K>(rows: readonly T[], key: (row: T) => K): Map<K, T[
   return out;
 }
 
-const COMMA = Buffer.from(",");
-
-/** The page as the list operations send it, in UTF-8 pieces: the elements' JSON joined, no re-serialization. */
+/** The page as the list operations send it, in UTF-8 pieces: the elements' JSON as stored, no re-serialization. */
 export function pageParts(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer[] {
   const nextCursor = page.next === null ? null : encodeCursor(page.next);
-  const parts: Buffer[] = [Buffer.from(`{"data":{"${list}":[`)];
-  page.bodies.forEach((b, i) => {
-    if (i > 0) parts.push(COMMA);
-    parts.push(b);
-  });
-  parts.push(Buffer.from(`]},"pagination":${JSON.stringify({ limit, nextCursor })}}`));
-  return parts;
+  return [Buffer.from(`{"data":{"${list}":[`), page.elements, Buffer.from(`]},"pagination":${JSON.stringify({ limit, nextCursor })}}`)];
 }
 
 /** The page as the list operations send it, in UTF-8, in one buffer. */
 export function pageJson(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer {
   return Buffer.concat(pageParts(list, page, limit, encodeCursor));
+}
+
+/** The page's elements as objects (the command line, tests). */
+export function pageElements<T>(page: Page): T[] {
+  return page.count === 0 ? [] : (JSON.parse(`[${page.elements.toString()}]`) as T[]);
 }

@@ -33,7 +33,7 @@ const port = parentPort!;
 const db = openDatabase(init.database, { poolSize: 1 });
 // This connection only reads; a write from here would be a bug.
 db.sqlite?.pragma("query_only = ON");
-const repos = { customers: createCustomersRepository(db.kysely, db.dialect), invoices: createInvoicesRepository(db.kysely, db.dialect) };
+const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
 
 port.on("message", (job: ReadJob) => {
   void answer(job);

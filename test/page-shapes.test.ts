@@ -1,0 +1,69 @@
+// A list page's key query is built once per shape and only bound per request (src/lib/page-shapes.ts):
+// the same SQL text for every request of a shape, each request's own values at the right positions, and
+// no value of one request left in the SQL of the next.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import SQLite from "better-sqlite3";
+import { Kysely, SqliteDialect, sql } from "kysely";
+import type { Database } from "../src/db/schema.ts";
+import { parseListQuery } from "../src/lib/list-query.ts";
+import { pageShapes, shapeOf } from "../src/lib/page-shapes.ts";
+import { windowConditions } from "../src/lib/paging.ts";
+
+const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(":memory:") }) });
+
+describe("page query shapes", () => {
+  test("requests of one shape share one compiled statement, each bound with its own values", () => {
+    let builds = 0;
+    const keysOf = pageShapes("t", (storeId, q) => {
+      builds++;
+      let ids = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
+      for (const cond of windowConditions("p", q)) ids = ids.where(cond);
+      return ids.orderBy("p.created_at", "desc").limit(q.limit + 1);
+    });
+    const a = keysOf("st_a", parseListQuery({ limit: 10, createdAtFrom: "2024-01-01" }));
+    const b = keysOf("st_b", parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" }));
+    assert.equal(builds, 1, "built once for the shape");
+    assert.deepEqual(a.statement, b.statement);
+    assert.deepEqual(a.params, ["st_a", Date.parse("2024-01-01T00:00:00Z"), 11]);
+    assert.deepEqual(b.params, ["st_b", Date.parse("2025-06-01T00:00:00Z"), 4]);
+
+    // What Kysely makes of the request itself is the same text and the same values.
+    const q = parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" });
+    let direct = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", "st_b");
+    for (const cond of windowConditions("p", q)) direct = direct.where(cond);
+    const compiled = direct.orderBy("p.created_at", "desc").limit(q.limit + 1).compile();
+    assert.equal(b.statement.sql, compiled.sql);
+    assert.deepEqual(b.params, compiled.parameters);
+  });
+
+  test("another shape (a filter added, another number of statuses) is another statement", () => {
+    const keysOf = pageShapes("t", (storeId, q) => {
+      let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
+      if (q.statuses !== null) ids = ids.where("p.status", "in", q.statuses);
+      if (q.after !== null) ids = ids.where(sql<boolean>`(p.created_at, p.id) < (${q.after.createdAt}, ${q.after.id})`);
+      return ids.limit(q.limit + 1);
+    });
+    const one = keysOf("st", parseListQuery({ status: "completed" }));
+    const two = keysOf("st", parseListQuery({ status: "completed,refunded" }));
+    const twoOther = keysOf("st", parseListQuery({ status: "pending,expired" }));
+    assert.notEqual(one.statement.name, two.statement.name);
+    assert.equal(two.statement.name, twoOther.statement.name);
+    assert.deepEqual(twoOther.params, ["st", "pending", "expired", 101]);
+    assert.notEqual(shapeOf(parseListQuery({})), shapeOf(parseListQuery({ id: "x" })));
+  });
+
+  test("a builder that puts a value of its own into the SQL is refused, not cached for every later request", () => {
+    const captured = "st_first";
+    const keysOf = pageShapes("t", (_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(q.limit + 1));
+    assert.throws(() => keysOf("st_second", parseListQuery({})), /not a marker \(st_first\)/);
+  });
+
+  test("one SQL text is one statement name, whichever list compiled it first", () => {
+    const build = (storeId: string, q: ReturnType<typeof parseListQuery>) => db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(q.limit + 1);
+    const first = pageShapes("k", build)("a", parseListQuery({ createdAtTo: "2024-01-01" }));
+    const again = pageShapes("k", build);
+    again("a", parseListQuery({ id: "x" })); // another shape compiled first in this instance
+    assert.equal(again("a", parseListQuery({ createdAtTo: "2024-01-01" })).statement.name, first.statement.name);
+  });
+});
