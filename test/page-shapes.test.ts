@@ -5,10 +5,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import SQLite from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
+import { openDatabase } from "../src/db/database.ts";
 import type { Database } from "../src/db/schema.ts";
 import { parseListQuery } from "../src/lib/list-query.ts";
-import { pageShapes, shapeOf } from "../src/lib/page-shapes.ts";
-import { windowConditions } from "../src/lib/paging.ts";
+import { MAX_SHAPES, pageShapes, shapeOf } from "../src/lib/page-shapes.ts";
+import { pageFetch, windowConditions } from "../src/lib/paging.ts";
+import { freshDatabase, pgSkip } from "./helpers/harness.ts";
 
 const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(":memory:") }) });
 
@@ -19,20 +21,21 @@ describe("page query shapes", () => {
       builds++;
       let ids = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
-      return ids.orderBy("p.created_at", "desc").limit(q.limit + 1);
+      return ids.orderBy("p.created_at", "desc").limit(pageFetch(q.limit));
     });
-    const a = keysOf("st_a", parseListQuery({ limit: 10, createdAtFrom: "2024-01-01" }));
+    const a = keysOf("st_a", parseListQuery({ limit: 3, createdAtFrom: "2024-01-01" }));
     const b = keysOf("st_b", parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" }));
     assert.equal(builds, 1, "built once for the shape");
     assert.deepEqual(a.statement, b.statement);
-    assert.deepEqual(a.params, ["st_a", Date.parse("2024-01-01T00:00:00Z"), 11]);
-    assert.deepEqual(b.params, ["st_b", Date.parse("2025-06-01T00:00:00Z"), 4]);
+    assert.match(a.statement.sql, /limit 4$/, "the page size is part of the text");
+    assert.deepEqual(a.params, ["st_a", Date.parse("2024-01-01T00:00:00Z")]);
+    assert.deepEqual(b.params, ["st_b", Date.parse("2025-06-01T00:00:00Z")]);
 
     // What Kysely makes of the request itself is the same text and the same values.
     const q = parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" });
     let direct = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", "st_b");
     for (const cond of windowConditions("p", q)) direct = direct.where(cond);
-    const compiled = direct.orderBy("p.created_at", "desc").limit(q.limit + 1).compile();
+    const compiled = direct.orderBy("p.created_at", "desc").limit(pageFetch(q.limit)).compile();
     assert.equal(b.statement.sql, compiled.sql);
     assert.deepEqual(b.params, compiled.parameters);
   });
@@ -42,28 +45,66 @@ describe("page query shapes", () => {
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (q.statuses !== null) ids = ids.where("p.status", "in", q.statuses);
       if (q.after !== null) ids = ids.where(sql<boolean>`(p.created_at, p.id) < (${q.after.createdAt}, ${q.after.id})`);
-      return ids.limit(q.limit + 1);
+      return ids.limit(pageFetch(q.limit));
     });
     const one = keysOf("st", parseListQuery({ status: "completed" }));
     const two = keysOf("st", parseListQuery({ status: "completed,refunded" }));
     const twoOther = keysOf("st", parseListQuery({ status: "pending,expired" }));
     assert.notEqual(one.statement.name, two.statement.name);
     assert.equal(two.statement.name, twoOther.statement.name);
-    assert.deepEqual(twoOther.params, ["st", "pending", "expired", 101]);
+    assert.deepEqual(twoOther.params, ["st", "pending", "expired"]);
+    assert.notEqual(keysOf("st", parseListQuery({ status: "completed", limit: 10 })).statement.name, one.statement.name, "another page size");
     assert.notEqual(shapeOf(parseListQuery({})), shapeOf(parseListQuery({ id: "x" })));
+  });
+
+  test(`at most ${MAX_SHAPES} shapes are kept; a client trying every page size gets statements prepared for one run`, () => {
+    let builds = 0;
+    const keysOf = pageShapes("t", (storeId, q) => {
+      builds++;
+      return db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
+    });
+    for (let limit = 1; limit <= MAX_SHAPES; limit++) assert.notEqual(keysOf("st", parseListQuery({ limit })).statement.name, null);
+    const beyond = keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }));
+    assert.equal(beyond.statement.name, null, "not kept: no prepared statement left behind on the server");
+    assert.match(beyond.statement.sql, new RegExp(`limit ${MAX_SHAPES + 2}$`));
+    keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }));
+    assert.equal(builds, MAX_SHAPES + 2, "built again for each request");
+    const kept = keysOf("st", parseListQuery({ limit: 1 }));
+    assert.notEqual(kept.statement.name, null);
+    assert.equal(builds, MAX_SHAPES + 2, "a kept shape is not built again");
   });
 
   test("a builder that puts a value of its own into the SQL is refused, not cached for every later request", () => {
     const captured = "st_first";
-    const keysOf = pageShapes("t", (_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(q.limit + 1));
+    const keysOf = pageShapes("t", (_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(pageFetch(q.limit)));
     assert.throws(() => keysOf("st_second", parseListQuery({})), /not a marker \(st_first\)/);
   });
 
   test("one SQL text is one statement name, whichever list compiled it first", () => {
-    const build = (storeId: string, q: ReturnType<typeof parseListQuery>) => db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(q.limit + 1);
+    const build = (storeId: string, q: ReturnType<typeof parseListQuery>) => db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
     const first = pageShapes("k", build)("a", parseListQuery({ createdAtTo: "2024-01-01" }));
     const again = pageShapes("k", build);
     again("a", parseListQuery({ id: "x" })); // another shape compiled first in this instance
     assert.equal(again("a", parseListQuery({ createdAtTo: "2024-01-01" })).statement.name, first.statement.name);
+  });
+});
+
+describe("page statements on PostgreSQL", { skip: pgSkip }, () => {
+  test("a reader's connections plan prepared statements once (generic plans); other connections are left as they were", async () => {
+    const { url, drop } = await freshDatabase("postgres");
+    const withOption = new URL(url);
+    withOption.searchParams.set("options", "-c statement_timeout=12345");
+    const reader = openDatabase({ kind: "postgres", url: withOption.toString() }, { poolSize: 1, genericPlans: true });
+    const plain = openDatabase({ kind: "postgres", url }, { poolSize: 1 });
+    try {
+      const show = async (db: typeof reader, setting: string) => ((await db.pgPool!.query(`show ${setting}`)).rows[0] as Record<string, string>)[setting];
+      assert.equal(await show(reader, "plan_cache_mode"), "force_generic_plan");
+      assert.equal(await show(reader, "statement_timeout"), "12345ms", "the URL's own startup options are kept");
+      assert.equal(await show(plain, "plan_cache_mode"), "auto");
+    } finally {
+      await reader.close();
+      await plain.close();
+      await drop();
+    }
   });
 });

@@ -1,5 +1,5 @@
-// Reads customers as the API shows them. A page is two queries: the page's ids from the page index (or, with
-// filters, from their indexes), then the read model's stored JSON of those ids (src/lib/read-model.ts). A customer
+// Reads customers as the API shows them. A page's ids come from the page index (or, with filters, from
+// their indexes), its documents from the read model's stored JSON of those ids (src/lib/read-model.ts). A customer
 // whose document is missing (a write that did not refresh it) is assembled from the source tables: its
 // chat account, reviews, sessions and invoices, whose completed ones give the order figures.
 import { sql, type Expression, type Kysely, type SqlBool } from "kysely";
@@ -7,7 +7,7 @@ import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -144,12 +144,12 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
     if (q.id !== null) return idFilterPage(storeId, q, q.id);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
     for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
-    return pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    return pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
   }
-  const keysOf = pageShapes("customer_keys", pageKeys);
+  const pageOf = pageShapes("customer_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "customer_views"));
 
   function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    return readPage(source, keysOf(storeId, q), q.limit, "customer_views", assembleByIds);
+    return readPage(source, pageOf(storeId, q), q.limit, "customer_views", assembleByIds);
   }
 
   /**
@@ -172,7 +172,7 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
           .unionAll(eb.selectFrom("invoices as i1").select("i1.customer_id as id").where("i1.id", "=", id)),
       );
     for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) few = few.where(cond);
-    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
 
     const walk = (table: "reviews" | "invoice_items", column: "product_id" | "product_variant_id" | "coupon_id") => {
       let w = db
@@ -183,7 +183,7 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
         .where("t.store_id", "=", storeId)
         .where(sql.ref(`t.${column}`), "=", id);
       for (const cond of [...customerFilters(q, "t.customer_id"), ...windowConditions("t", q, { createdAt: "customer_created_at", id: "customer_id" })]) w = w.where(cond);
-      return w.orderBy("t.customer_created_at", "desc").orderBy("t.customer_id", "desc").limit(q.limit + 1);
+      return w.orderBy("t.customer_created_at", "desc").orderBy("t.customer_id", "desc").limit(pageFetch(q.limit));
     };
     return mergeOrderedRanges(db, [few, walk("reviews", "product_id"), walk("invoice_items", "product_variant_id"), walk("invoice_items", "coupon_id")], q.limit, true);
   }

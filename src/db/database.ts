@@ -30,16 +30,17 @@ export interface Db {
 
 /**
  * Statements run often with other values (the list pages' queries), prepared once per connection rather
- * than once per run: on SQLite a cached better-sqlite3 statement; on PostgreSQL a named prepared statement,
- * parsed once per connection and, after a few runs, planned once (a generic plan) instead of per run.
- * `name` identifies the SQL text: one name, one text.
+ * than once per run: on SQLite a kept better-sqlite3 statement; on PostgreSQL a named prepared statement,
+ * parsed once per connection and, once the server finds its generic plan as good as the per-run ones
+ * (after five runs), planned once. `name` identifies the SQL text (one name, one text); a statement
+ * without a name is prepared for its one run.
  */
 export interface Prepared {
   all<R>(statement: PreparedStatement, params: readonly unknown[]): Promise<R[]>;
 }
 
 export interface PreparedStatement {
-  name: string;
+  name: string | null;
   sql: string;
 }
 
@@ -47,10 +48,10 @@ export function sqlitePrepared(handle: SQLite.Database): Prepared {
   const statements = new Map<string, SQLite.Statement>();
   return {
     all: async <R>(statement: PreparedStatement, params: readonly unknown[]) => {
-      let prepared = statements.get(statement.name);
+      let prepared = statement.name === null ? undefined : statements.get(statement.name);
       if (prepared === undefined) {
         prepared = handle.prepare(statement.sql);
-        statements.set(statement.name, prepared);
+        if (statement.name !== null) statements.set(statement.name, prepared);
       }
       return prepared.all(...params) as R[];
     },
@@ -60,7 +61,7 @@ export function sqlitePrepared(handle: SQLite.Database): Prepared {
 function pgPrepared(pool: pg.Pool): Prepared {
   return {
     all: async <R>(statement: PreparedStatement, params: readonly unknown[]) => {
-      const result = await pool.query({ name: statement.name, text: statement.sql, values: params as unknown[] });
+      const result = await pool.query(statement.name === null ? { text: statement.sql, values: params as unknown[] } : { name: statement.name, text: statement.sql, values: params as unknown[] });
       return result.rows as R[];
     },
   };
@@ -74,9 +75,30 @@ const pgTypes = {
     oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
 };
 
-export function openDatabase(database: Config["database"], options: { poolSize?: number } = {}): Db {
+export interface OpenOptions {
+  poolSize?: number;
+  /**
+   * PostgreSQL: plan each prepared statement once, without its values (`plan_cache_mode =
+   * force_generic_plan`), for connections that run only the list pages' statements (the reader threads').
+   * Left to itself the server keeps planning some of them per run, the `id` filter's union among them, whose
+   * planning cost twice its running. The page size is a literal in those statements (page-shapes.ts), so a
+   * generic plan is the same index walk (bench/README.md has the per-case comparison).
+   */
+  genericPlans?: boolean;
+}
+
+/** The URL with `-c setting=value` added to the connection's startup options (kept with any already there). */
+function withStartupOption(url: string, option: string): string {
+  const parsed = new URL(url);
+  const options = parsed.searchParams.get("options");
+  parsed.searchParams.set("options", options === null ? option : `${options} ${option}`);
+  return parsed.toString();
+}
+
+export function openDatabase(database: Config["database"], options: OpenOptions = {}): Db {
   if (database.kind === "postgres") {
-    const pool = new pg.Pool({ connectionString: database.url, max: options.poolSize ?? 10, types: pgTypes });
+    const url = options.genericPlans ? withStartupOption(database.url, "-c plan_cache_mode=force_generic_plan") : database.url;
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
     // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
     // 'error' on the client, checked out or idle, and an unheard 'error' ends the process. Heard here, the
     // query in flight fails (answered 503 database_unavailable) and the pool replaces the client.

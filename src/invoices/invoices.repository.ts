@@ -1,5 +1,5 @@
-// Reads invoices as the API shows them. A page is two queries: the page's ids from the page index (or, with
-// filters, from their indexes), then the read model's stored JSON of those ids (src/lib/read-model.ts). An invoice
+// Reads invoices as the API shows them. A page's ids come from the page index (or, with filters, from
+// their indexes), its documents from the read model's stored JSON of those ids (src/lib/read-model.ts). An invoice
 // whose document is missing (a write that did not refresh it) is assembled from the source tables, three
 // more queries for those invoices only.
 import type { Kysely, Selectable } from "kysely";
@@ -7,7 +7,7 @@ import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -87,15 +87,15 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (status !== null) ids = ids.where("p.status", "=", status);
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
-      return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+      return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
     };
     if (q.statuses === null) return pageIdsOf(null);
     return mergeOrderedRanges(db, q.statuses.map(pageIdsOf), q.limit);
   }
-  const keysOf = pageShapes("invoice_keys", pageKeys);
+  const pageOf = pageShapes("invoice_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "invoice_views"));
 
   function listPage(storeId: string, q: ListQuery): Promise<Page> {
-    return readPage(source, keysOf(storeId, q), q.limit, "invoice_views", assembleByIds);
+    return readPage(source, pageOf(storeId, q), q.limit, "invoice_views", assembleByIds);
   }
 
   /**
@@ -123,7 +123,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
       );
     if (statuses !== null) few = few.where("p.status", "in", statuses);
     for (const cond of windowConditions("p", q)) few = few.where(cond);
-    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(q.limit + 1);
+    few = few.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
     const byItem = (column: "product_variant_id" | "coupon_id") => {
       let walk = db
         .selectFrom("invoice_items as t")
@@ -133,7 +133,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
         .where(`t.${column}`, "=", id);
       if (statuses !== null) walk = walk.where(({ exists, selectFrom }) => exists(selectFrom("invoices as s").select("s.id").whereRef("s.id", "=", "t.invoice_id").where("s.status", "in", statuses)));
       for (const cond of windowConditions("t", q, { createdAt: "invoice_created_at", id: "invoice_id" })) walk = walk.where(cond);
-      return walk.orderBy("t.invoice_created_at", "desc").orderBy("t.invoice_id", "desc").limit(q.limit + 1);
+      return walk.orderBy("t.invoice_created_at", "desc").orderBy("t.invoice_id", "desc").limit(pageFetch(q.limit));
     };
     return mergeOrderedRanges(db, [few, byItem("product_variant_id"), byItem("coupon_id")], q.limit, true);
   }

@@ -2,9 +2,15 @@
 // Building the AST and its SQL text cost ~0.2 ms per request, as much as reading a small page; and on
 // PostgreSQL one SQL text per shape is what lets the server keep the statement and its plan.
 //
-// The shape is everything that changes the SQL text: which filters are present, how many statuses.
-// The query is built once with a marker in place of each value and compiled; each marker found among the
-// compiled parameters says which value of the request goes at that position.
+// The shape is everything that changes the SQL text: which filters are present, how many statuses, and
+// the page size, which is in the text as a literal (PostgreSQL estimates a `limit $n` at a tenth of the
+// table, so the generic plan would always look worse than planning per run, and it would keep planning).
+// The query is built once with a marker in place of each other value and compiled; each marker found among
+// the compiled parameters says which value of the request goes at that position.
+//
+// At most MAX_SHAPES shapes per list are kept, each a statement prepared on every connection that runs it;
+// further shapes (a client trying every page size) are built per request and prepared for one run, as
+// before: bounded memory in this process and on the database server.
 import { createHash } from "node:crypto";
 import type { Compilable } from "kysely";
 import type { PreparedStatement } from "../db/database.ts";
@@ -18,12 +24,7 @@ class Marker {
   }
 }
 
-/**
- * The page size as the builders see it while the shape compiles. Builders use the limit only as
- * `limit + 1` (a page and the presence of the next one); that sum is this marker plus one, a number no
- * request can bind (a limit is 1 to MAX_LIMIT).
- */
-const LIMIT_MARKER = -2_000_000_011;
+export const MAX_SHAPES = 64;
 
 export interface BoundQuery {
   statement: PreparedStatement;
@@ -35,7 +36,7 @@ export type PageKeysBuilder = (storeId: string, q: ListQuery) => Compilable<unkn
 /** The text that names the shape of `q`: two queries with the same shape compile to the same SQL. */
 export function shapeOf(q: ListQuery): string {
   const has = (v: unknown) => (v === null ? "-" : "+");
-  return `${has(q.id)}${has(q.from)}${has(q.to)}${has(q.after)}${has(q.email)}${q.statuses === null ? "-" : q.statuses.length}`;
+  return `${q.limit}${has(q.id)}${has(q.from)}${has(q.to)}${has(q.after)}${has(q.email)}${q.statuses === null ? "-" : q.statuses.length}`;
 }
 
 /**
@@ -45,7 +46,7 @@ export function shapeOf(q: ListQuery): string {
 export function pageShapes(name: string, build: PageKeysBuilder): (storeId: string, q: ListQuery) => BoundQuery {
   const shapes = new Map<string, { statement: PreparedStatement; binders: ((storeId: string, q: ListQuery) => unknown)[] }>();
 
-  function compile(q: ListQuery) {
+  function compile(q: ListQuery, kept: boolean) {
     const m = (value: (storeId: string, q: ListQuery) => unknown) => new Marker(value) as unknown as never;
     const marked: ListQuery = {
       id: q.id === null ? null : m((_, r) => r.id),
@@ -54,27 +55,27 @@ export function pageShapes(name: string, build: PageKeysBuilder): (storeId: stri
       after: q.after === null ? null : { createdAt: m((_, r) => r.after!.createdAt), id: m((_, r) => r.after!.id) },
       email: q.email === null ? null : m((_, r) => r.email),
       statuses: q.statuses === null ? null : q.statuses.map((_, i) => m((_s, r) => r.statuses![i])),
-      limit: LIMIT_MARKER,
+      limit: q.limit,
     };
     const compiled = build(m((storeId) => storeId), marked).compile();
     const binders = compiled.parameters.map((p) => {
       if (p instanceof Marker) return p.value;
-      if (p === LIMIT_MARKER + 1) return (_: string, r: ListQuery) => r.limit + 1;
       // Builders put every value of the request through the query it is given; anything else would be
       // a value of this request baked into every later one.
       throw new Error(`page query ${name}: a parameter that is not a marker (${String(p)})`);
     });
     // Named by its text: one name is one text on every connection, whichever repository compiled it first.
     const digest = createHash("sha256").update(compiled.sql).digest("hex").slice(0, 16);
-    return { statement: { name: `${name}_${digest}`, sql: compiled.sql }, binders };
+    return { statement: { name: kept ? `${name}_${digest}` : null, sql: compiled.sql }, binders };
   }
 
   return (storeId, q) => {
     const key = shapeOf(q);
     let shape = shapes.get(key);
     if (shape === undefined) {
-      shape = compile(q);
-      shapes.set(key, shape);
+      const kept = shapes.size < MAX_SHAPES;
+      shape = compile(q, kept);
+      if (kept) shapes.set(key, shape);
     }
     return { statement: shape.statement, params: shape.binders.map((b) => b(storeId, q)) };
   };

@@ -1,6 +1,6 @@
 // Keyset paging shared by the list repositories: newest first by (created_at, id), inclusive date bounds,
 // and a page fetched as limit + 1 rows so the presence of a next page costs no extra query.
-import { sql, type AliasedSelectQueryBuilder, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from "kysely";
+import { sql, type AliasedSelectQueryBuilder, type Compilable, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
 import type { Db, PreparedStatement } from "../db/database.ts";
 import type { Database } from "../db/schema.ts";
 import type { BoundQuery } from "./page-shapes.ts";
@@ -43,6 +43,14 @@ export function windowConditions(table: string, q: ListQuery, columns: { created
   return conds;
 }
 
+/**
+ * A page query's row count: the page and one more, which says whether there is a next page. A literal in
+ * the SQL text, part of the query's shape (see page-shapes.ts).
+ */
+export function pageFetch(limit: number): RawBuilder<number> {
+  return sql.lit(limit + 1);
+}
+
 export function takePage<T extends { created_at: number; id: string }>(rows: T[], limit: number): { page: T[]; next: Cursor | null } {
   if (rows.length <= limit) return { page: rows, next: null };
   const page = rows.slice(0, limit);
@@ -63,7 +71,7 @@ export function mergeOrderedRanges(
 ): SelectQueryBuilder<Database & { u: PageKey }, "u", PageKey> {
   const members = ranges.map((r) => db.selectFrom(r.as("s")).select(["s.id", "s.created_at"]));
   const union = members.slice(1).reduce((all, m) => (distinct ? all.union(m) : all.unionAll(m)), members[0]!);
-  return db.selectFrom(union.as("u")).select(["u.id", "u.created_at"]).orderBy("u.created_at", "desc").orderBy("u.id", "desc").limit(limit + 1);
+  return db.selectFrom(union.as("u")).select(["u.id", "u.created_at"]).orderBy("u.created_at", "desc").orderBy("u.id", "desc").limit(pageFetch(limit));
 }
 
 /** Where a page is read: the repositories' database, and its statements prepared once per connection. */
@@ -72,56 +80,73 @@ export type PageSource = Pick<Db, "kysely" | "dialect" | "prepared">;
 export type Views = "customer_views" | "invoice_views";
 
 /**
- * The page whose keys `keys` selects (ordered, limit + 1 of them, see page-shapes.ts): the documents of the
- * first `limit` from the read-model table, in one value joined by the database (one aggregate instead of a
- * row and a buffer per element: about half the cost of reading them row by row). The ids are aggregated
- * beside the bodies, in the same order; when they are not the page's ids in order (a document made stale by
- * a write that did not refresh it, or an element deleted in between), the page is read element by element,
- * the missing documents assembled and a deleted element left out.
+ * The query a page is read with, built from its key query (ordered, limit + 1 keys: see page-shapes.ts,
+ * which compiles it once per shape). On SQLite, the keys alone: the documents follow in a second statement
+ * (readPage). On PostgreSQL, the keys joined to their documents, one round trip and one plan.
  */
-export async function readPage(source: PageSource, keys: BoundQuery, limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
-  const rows = await source.prepared.all<PageKey>(keys.statement, keys.params);
+export function pageQuery(source: PageSource, keys: PageIdQuery & Compilable<PageKey>, views: Views): Compilable<unknown> {
+  if (source.dialect === "sqlite") return keys;
+  return source.kysely
+    .selectFrom(keys.as("pg"))
+    .leftJoin(`${views} as v`, "v.id", "pg.id")
+    .select(["pg.id", "pg.created_at", "v.body"])
+    .orderBy("pg.created_at", "desc")
+    .orderBy("pg.id", "desc");
+}
+
+/**
+ * The page that `query` (a pageQuery, bound) selects: the documents of its first `limit` elements from the
+ * read model, and where the next page starts.
+ *
+ * SQLite: the documents in one value joined by the database (`group_concat` of the stored text as bytes:
+ * one value instead of a row and a buffer per element, about half the cost of reading them row by row),
+ * with the ids aggregated beside them in the same order. PostgreSQL: the rows of the joined query (there
+ * `string_agg` cost more than the rows it saves).
+ *
+ * Either way, when the documents are not exactly the page's (one made stale by a write that did not
+ * refresh it, or an element deleted in between), the missing ones are assembled and a deleted element is
+ * left out.
+ */
+export async function readPage(source: PageSource, query: BoundQuery, limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
+  const rows = await source.prepared.all<PageKey & { body?: string | null }>(query.statement, query.params);
   const { page, next } = takePage(rows, limit);
   if (page.length === 0) return { elements: EMPTY, count: 0, next };
   const ids = page.map((r) => r.id);
-  const statements = DOCUMENTS[source.dialect][views];
-  const idsParam = source.dialect === "sqlite" ? JSON.stringify(ids) : ids;
-  const [joined] = await source.prepared.all<{ bodies: Buffer | string | null; ids: string | null }>(statements.joined, [idsParam]);
-  if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) {
-    return { elements: typeof joined.bodies === "string" ? Buffer.from(joined.bodies) : joined.bodies, count: ids.length, next };
-  }
-  const found = await source.prepared.all<{ id: string; body: Buffer | string }>(statements.each, [idsParam]);
-  const bodies = new Map(found.map((r) => [r.id, r.body]));
-  const missing = ids.filter((id) => !bodies.has(id));
+  if (source.dialect === "postgres") return { ...(await joinDocuments(ids, new Map(page.map((r) => [r.id, r.body ?? undefined])), assemble)), next };
+
+  const idsJson = JSON.stringify(ids);
+  const [joined] = await source.prepared.all<{ bodies: Buffer | null; ids: string | null }>(SQLITE_DOCUMENTS[views].joined, [idsJson]);
+  if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) return { elements: joined.bodies, count: ids.length, next };
+  const found = await source.prepared.all<{ id: string; body: Buffer }>(SQLITE_DOCUMENTS[views].each, [idsJson]);
+  return { ...(await joinDocuments(ids, new Map(found.map((r) => [r.id, r.body])), assemble)), next };
+}
+
+/** The page's documents in the ids' order, the missing ones assembled, those of deleted elements left out. */
+async function joinDocuments(ids: string[], stored: Map<string, Buffer | string | undefined>, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Omit<Page, "next">> {
+  const missing = ids.filter((id) => stored.get(id) === undefined);
   const built = missing.length === 0 ? new Map<string, string>() : await assemble(missing);
   const parts: Buffer[] = [];
   let count = 0;
   for (const id of ids) {
-    const body = bodies.get(id) ?? built.get(id);
+    const body = stored.get(id) ?? built.get(id);
     if (body === undefined) continue;
     if (count++ > 0) parts.push(COMMA);
     parts.push(typeof body === "string" ? Buffer.from(body) : body);
   }
-  return { elements: Buffer.concat(parts), count, next };
+  return { elements: Buffer.concat(parts), count };
 }
 
 const EMPTY = Buffer.alloc(0);
 const COMMA = Buffer.from(",");
 
 /**
- * The documents of a page's ids, in the ids' order: joined into one value (with the ids joined beside them,
- * to check), or one row each. SQLite takes the ids as a JSON array and walks it first (`cross join` keeps
- * that loop order); PostgreSQL takes a text array, numbered. Ids never contain a comma (src/lib/ids.ts).
+ * SQLite: the documents of a page's ids, in the ids' order: joined into one value (with the ids joined
+ * beside them, to check), or one row each. The ids come as a JSON array, walked first (`cross join` keeps
+ * that loop order). Ids never contain a comma (src/lib/ids.ts).
  */
-const DOCUMENTS: Record<"sqlite" | "postgres", Record<Views, { joined: PreparedStatement; each: PreparedStatement }>> = {
-  sqlite: {
-    customer_views: sqliteDocuments("customer_views"),
-    invoice_views: sqliteDocuments("invoice_views"),
-  },
-  postgres: {
-    customer_views: pgDocuments("customer_views"),
-    invoice_views: pgDocuments("invoice_views"),
-  },
+const SQLITE_DOCUMENTS: Record<Views, { joined: PreparedStatement; each: PreparedStatement }> = {
+  customer_views: sqliteDocuments("customer_views"),
+  invoice_views: sqliteDocuments("invoice_views"),
 };
 
 function sqliteDocuments(views: Views) {
@@ -129,14 +154,6 @@ function sqliteDocuments(views: Views) {
   return {
     joined: { name: `${views}_joined`, sql: `select cast(group_concat(v.body, ',') as blob) as bodies, group_concat(v.id, ',') as ids ${from}` },
     each: { name: `${views}_each`, sql: `select v.id, cast(v.body as blob) as body ${from} order by j.key` },
-  };
-}
-
-function pgDocuments(views: Views) {
-  const from = `from unnest($1::text[]) with ordinality as j(id, n) join ${views} as v on v.id = j.id`;
-  return {
-    joined: { name: `${views}_joined`, sql: `select string_agg(v.body, ',' order by j.n) as bodies, string_agg(v.id, ',' order by j.n) as ids ${from}` },
-    each: { name: `${views}_each`, sql: `select v.id, v.body ${from} order by j.n` },
   };
 }
 

@@ -30,7 +30,7 @@ try {
 const port = parentPort!;
 // One PostgreSQL connection per reader: pages queue here, in this low-priority thread, rather than as
 // several busy server processes that the webhook's queries would have to share the cores with.
-const db = openDatabase(init.database, { poolSize: 1 });
+const db = openDatabase(init.database, { poolSize: 1, genericPlans: true });
 // This connection only reads; a write from here would be a bug.
 db.sqlite?.pragma("query_only = ON");
 const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
