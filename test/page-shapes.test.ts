@@ -4,20 +4,26 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import SQLite from "better-sqlite3";
-import { Kysely, SqliteDialect, sql } from "kysely";
+import { type Compilable, Kysely, SqliteDialect, sql } from "kysely";
 import { openDatabase } from "../src/db/database.ts";
 import type { Database } from "../src/db/schema.ts";
-import { parseListQuery } from "../src/lib/list-query.ts";
+import { type ListQuery, parseListQuery } from "../src/lib/list-query.ts";
 import { MAX_SHAPES, pageShapes, shapeOf } from "../src/lib/page-shapes.ts";
-import { pageFetch, windowConditions } from "../src/lib/paging.ts";
+import { mergeKeys, pageFetch, windowConditions } from "../src/lib/paging.ts";
 import { freshDatabase, pgSkip } from "./helpers/harness.ts";
 
 const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(":memory:") }) });
 
+/** Shapes of one statement each, and that statement bound. */
+function oneStatement(build: (storeId: string, q: ListQuery) => Compilable<unknown>, name = "t") {
+  const shapes = pageShapes(name, (storeId, q) => [build(storeId, q)]);
+  return (storeId: string, q: ListQuery) => shapes(storeId, q)[0]!;
+}
+
 describe("page query shapes", () => {
   test("requests of one shape share one compiled statement, each bound with its own values", () => {
     let builds = 0;
-    const keysOf = pageShapes("t", (storeId, q) => {
+    const keysOf = oneStatement((storeId, q) => {
       builds++;
       let ids = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
@@ -41,7 +47,7 @@ describe("page query shapes", () => {
   });
 
   test("another shape (a filter added, another number of statuses) is another statement", () => {
-    const keysOf = pageShapes("t", (storeId, q) => {
+    const keysOf = oneStatement((storeId, q) => {
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
       if (q.statuses !== null) ids = ids.where("p.status", "in", q.statuses);
       if (q.after !== null) ids = ids.where(sql<boolean>`(p.created_at, p.id) < (${q.after.createdAt}, ${q.after.id})`);
@@ -59,7 +65,7 @@ describe("page query shapes", () => {
 
   test(`at most ${MAX_SHAPES} shapes are kept; a client trying every page size gets statements prepared for one run`, () => {
     let builds = 0;
-    const keysOf = pageShapes("t", (storeId, q) => {
+    const keysOf = oneStatement((storeId, q) => {
       builds++;
       return db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
     });
@@ -74,16 +80,34 @@ describe("page query shapes", () => {
     assert.equal(builds, MAX_SHAPES + 2, "a kept shape is not built again");
   });
 
+  test("a shape of several statements (ranges merged in page order) binds each with its own values", () => {
+    const shapes = pageShapes("t", (storeId, q) => [
+      db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit)),
+      db.selectFrom("reviews").select("id").where("store_id", "=", storeId).where("product_id", "=", q.id!).limit(pageFetch(q.limit)),
+    ]);
+    const [a, b] = shapes("st", parseListQuery({ id: "prod_1", limit: 5 }));
+    assert.deepEqual(a!.params, ["st"]);
+    assert.deepEqual(b!.params, ["st", "prod_1"]);
+    assert.notEqual(a!.statement.name, b!.statement.name);
+  });
+
+  test("ranges merge newest first, ties by id, an element found twice kept once, cut at limit + 1", () => {
+    const k = (id: string, created_at: number) => ({ id, created_at });
+    const merged = mergeKeys([[k("c", 30), k("a", 10)], [k("d", 30), k("c", 30), k("b", 20)], []], 3);
+    assert.deepEqual(merged, [k("d", 30), k("c", 30), k("b", 20), k("a", 10)]);
+    assert.deepEqual(mergeKeys([[k("c", 30), k("a", 10)], [k("d", 30), k("b", 20)]], 1), [k("d", 30), k("c", 30)]);
+  });
+
   test("a builder that puts a value of its own into the SQL is refused, not cached for every later request", () => {
     const captured = "st_first";
-    const keysOf = pageShapes("t", (_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(pageFetch(q.limit)));
+    const keysOf = oneStatement((_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(pageFetch(q.limit)));
     assert.throws(() => keysOf("st_second", parseListQuery({})), /not a marker \(st_first\)/);
   });
 
   test("one SQL text is one statement name, whichever list compiled it first", () => {
     const build = (storeId: string, q: ReturnType<typeof parseListQuery>) => db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
-    const first = pageShapes("k", build)("a", parseListQuery({ createdAtTo: "2024-01-01" }));
-    const again = pageShapes("k", build);
+    const first = oneStatement(build, "k")("a", parseListQuery({ createdAtTo: "2024-01-01" }));
+    const again = oneStatement(build, "k");
     again("a", parseListQuery({ id: "x" })); // another shape compiled first in this instance
     assert.equal(again("a", parseListQuery({ createdAtTo: "2024-01-01" })).statement.name, first.statement.name);
   });

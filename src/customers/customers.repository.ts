@@ -7,7 +7,7 @@ import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -140,13 +140,13 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
    * The page's keys, ordered, limit + 1 of them: from the page index alone (with `email`, from the e-mail
    * index; with `id`, see idFilterPage).
    */
-  function pageKeys(storeId: string, q: ListQuery) {
+  function pageKeys(storeId: string, q: ListQuery): PageKeys {
     if (q.id !== null) return idFilterPage(storeId, q, q.id);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
     for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
     return pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
   }
-  const pageOf = pageShapes("customer_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "customer_views"));
+  const pageOf = pageShapes("customer_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "customer_views", q.limit));
 
   function listPage(storeId: string, q: ListQuery): Promise<Page> {
     return readPage(source, pageOf(storeId, q), q.limit, "customer_views", assembleByIds);
@@ -158,7 +158,7 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
    * of an index in customer page order, (store, value, customer created_at, customer id), cut at the page
    * size). Merged in page order: a page costs about the same at any size of store or popularity of the value.
    */
-  function idFilterPage(storeId: string, q: ListQuery, id: string) {
+  function idFilterPage(storeId: string, q: ListQuery, id: string): PageKeys {
     let few = db
       .selectFrom("customers as p")
       .select(["p.id", "p.created_at"])
@@ -185,7 +185,7 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
       for (const cond of [...customerFilters(q, "t.customer_id"), ...windowConditions("t", q, { createdAt: "customer_created_at", id: "customer_id" })]) w = w.where(cond);
       return w.orderBy("t.customer_created_at", "desc").orderBy("t.customer_id", "desc").limit(pageFetch(q.limit));
     };
-    return mergeOrderedRanges(db, [few, walk("reviews", "product_id"), walk("invoice_items", "product_variant_id"), walk("invoice_items", "coupon_id")], q.limit, true);
+    return { ranges: [few, walk("reviews", "product_id"), walk("invoice_items", "product_variant_id"), walk("invoice_items", "coupon_id")], distinct: true };
   }
 
   return {

@@ -7,7 +7,7 @@ import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, mergeOrderedRanges, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -81,7 +81,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
    * of (store, status, created_at, id) per status, each cut at the page size, merged: at most statuses ×
    * (limit + 1) index entries whatever the store's size); with `id`, see idFilterPage.
    */
-  function pageKeys(storeId: string, q: ListQuery) {
+  function pageKeys(storeId: string, q: ListQuery): PageKeys {
     if (q.id !== null) return idFilterPage(storeId, q, q.id);
     const pageIdsOf = (status: string | null) => {
       let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
@@ -90,9 +90,9 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
       return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
     };
     if (q.statuses === null) return pageIdsOf(null);
-    return mergeOrderedRanges(db, q.statuses.map(pageIdsOf), q.limit);
+    return { ranges: q.statuses.map(pageIdsOf), distinct: false };
   }
-  const pageOf = pageShapes("invoice_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "invoice_views"));
+  const pageOf = pageShapes("invoice_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "invoice_views", q.limit));
 
   function listPage(storeId: string, q: ListQuery): Promise<Page> {
     return readPage(source, pageOf(storeId, q), q.limit, "invoice_views", assembleByIds);
@@ -104,7 +104,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
    * walk of an index in page order, (store, variant, invoice created_at, invoice id), cut at the page size).
    * Merged in page order: a page costs about the same at any size of store or popularity of the value.
    */
-  function idFilterPage(storeId: string, q: ListQuery, id: string) {
+  function idFilterPage(storeId: string, q: ListQuery, id: string): PageKeys {
     const statuses = q.statuses;
     let few = db
       .selectFrom("invoices as p")
@@ -135,7 +135,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
       for (const cond of windowConditions("t", q, { createdAt: "invoice_created_at", id: "invoice_id" })) walk = walk.where(cond);
       return walk.orderBy("t.invoice_created_at", "desc").orderBy("t.invoice_id", "desc").limit(pageFetch(q.limit));
     };
-    return mergeOrderedRanges(db, [few, byItem("product_variant_id"), byItem("coupon_id")], q.limit, true);
+    return { ranges: [few, byItem("product_variant_id"), byItem("coupon_id")], distinct: true };
   }
 
   return {

@@ -31,7 +31,8 @@ export interface BoundQuery {
   params: unknown[];
 }
 
-export type PageKeysBuilder = (storeId: string, q: ListQuery) => Compilable<unknown>;
+/** The statements of a page of this shape (one, or several run together: see paging.ts, pageQuery). */
+export type PageStatementsBuilder = (storeId: string, q: ListQuery) => readonly Compilable<unknown>[];
 
 /** The text that names the shape of `q`: two queries with the same shape compile to the same SQL. */
 export function shapeOf(q: ListQuery): string {
@@ -43,8 +44,9 @@ export function shapeOf(q: ListQuery): string {
  * Compiles each shape of a page's key query once (per list: `name` prefixes the statements' names) and
  * binds a request's values to it.
  */
-export function pageShapes(name: string, build: PageKeysBuilder): (storeId: string, q: ListQuery) => BoundQuery {
-  const shapes = new Map<string, { statement: PreparedStatement; binders: ((storeId: string, q: ListQuery) => unknown)[] }>();
+export function pageShapes(name: string, build: PageStatementsBuilder): (storeId: string, q: ListQuery) => BoundQuery[] {
+  type Binder = (storeId: string, q: ListQuery) => unknown;
+  const shapes = new Map<string, { statement: PreparedStatement; binders: Binder[] }[]>();
 
   function compile(q: ListQuery, kept: boolean) {
     const m = (value: (storeId: string, q: ListQuery) => unknown) => new Marker(value) as unknown as never;
@@ -57,16 +59,18 @@ export function pageShapes(name: string, build: PageKeysBuilder): (storeId: stri
       statuses: q.statuses === null ? null : q.statuses.map((_, i) => m((_s, r) => r.statuses![i])),
       limit: q.limit,
     };
-    const compiled = build(m((storeId) => storeId), marked).compile();
-    const binders = compiled.parameters.map((p) => {
-      if (p instanceof Marker) return p.value;
-      // Builders put every value of the request through the query it is given; anything else would be
-      // a value of this request baked into every later one.
-      throw new Error(`page query ${name}: a parameter that is not a marker (${String(p)})`);
+    return build(m((storeId) => storeId), marked).map((query) => {
+      const compiled = query.compile();
+      const binders = compiled.parameters.map((p): Binder => {
+        if (p instanceof Marker) return p.value;
+        // Builders put every value of the request through the query it is given; anything else would be
+        // a value of this request baked into every later one.
+        throw new Error(`page query ${name}: a parameter that is not a marker (${String(p)})`);
+      });
+      // Named by its text: one name is one text on every connection, whichever repository compiled it first.
+      const digest = createHash("sha256").update(compiled.sql).digest("hex").slice(0, 16);
+      return { statement: { name: kept ? `${name}_${digest}` : null, sql: compiled.sql }, binders };
     });
-    // Named by its text: one name is one text on every connection, whichever repository compiled it first.
-    const digest = createHash("sha256").update(compiled.sql).digest("hex").slice(0, 16);
-    return { statement: { name: kept ? `${name}_${digest}` : null, sql: compiled.sql }, binders };
   }
 
   return (storeId, q) => {
@@ -77,6 +81,6 @@ export function pageShapes(name: string, build: PageKeysBuilder): (storeId: stri
       shape = compile(q, kept);
       if (kept) shapes.set(key, shape);
     }
-    return { statement: shape.statement, params: shape.binders.map((b) => b(storeId, q)) };
+    return shape.map(({ statement, binders }) => ({ statement, params: binders.map((b) => b(storeId, q)) }));
   };
 }

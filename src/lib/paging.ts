@@ -79,23 +79,37 @@ export type PageSource = Pick<Db, "kysely" | "dialect" | "prepared">;
 
 export type Views = "customer_views" | "invoice_views";
 
+/** An ordered query of limit + 1 page keys. */
+export type KeysQuery = PageIdQuery & Compilable<PageKey>;
+
 /**
- * The query a page is read with, built from its key query (ordered, limit + 1 keys: see page-shapes.ts,
- * which compiles it once per shape). On SQLite, the keys alone: the documents follow in a second statement
- * (readPage). On PostgreSQL, the keys joined to their documents, one round trip and one plan.
+ * A page's keys: one ordered query, or several ordered ranges, each cut at limit + 1 (one per status, or one
+ * per branch of the `id` filter), to be merged in page order; `distinct` when several may find one element.
  */
-export function pageQuery(source: PageSource, keys: PageIdQuery & Compilable<PageKey>, views: Views): Compilable<unknown> {
-  if (source.dialect === "sqlite") return keys;
-  return source.kysely
-    .selectFrom(keys.as("pg"))
+export type PageKeys = KeysQuery | { ranges: KeysQuery[]; distinct: boolean };
+
+/**
+ * The statements a page is read with, built from its keys (see page-shapes.ts, which compiles them once per
+ * shape). On SQLite, the key queries alone, each range its own statement merged here (SQLite's own merge of
+ * the ranges sorted each again and cost more than all of them together); the documents follow in one more
+ * statement (readPage). On PostgreSQL, one statement: the ranges merged by a union and joined to their
+ * documents, one round trip and one plan.
+ */
+export function pageQuery(source: PageSource, keys: PageKeys, views: Views, limit: number): Compilable<unknown>[] {
+  if (source.dialect === "sqlite") return "ranges" in keys ? keys.ranges : [keys];
+  const ordered = "ranges" in keys ? mergeOrderedRanges(source.kysely, keys.ranges, limit, keys.distinct) : keys;
+  return [
+    source.kysely
+    .selectFrom(ordered.as("pg"))
     .leftJoin(`${views} as v`, "v.id", "pg.id")
     .select(["pg.id", "pg.created_at", "v.body"])
     .orderBy("pg.created_at", "desc")
-    .orderBy("pg.id", "desc");
+    .orderBy("pg.id", "desc"),
+  ];
 }
 
 /**
- * The page that `query` (a pageQuery, bound) selects: the documents of its first `limit` elements from the
+ * The page that `queries` (a pageQuery, bound) select: the documents of its first `limit` elements from the
  * read model, and where the next page starts.
  *
  * SQLite: the documents in one value joined by the database (`group_concat` of the stored text as bytes:
@@ -107,8 +121,9 @@ export function pageQuery(source: PageSource, keys: PageIdQuery & Compilable<Pag
  * refresh it, or an element deleted in between), the missing ones are assembled and a deleted element is
  * left out.
  */
-export async function readPage(source: PageSource, query: BoundQuery, limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
-  const rows = await source.prepared.all<PageKey & { body?: string | null }>(query.statement, query.params);
+export async function readPage(source: PageSource, queries: BoundQuery[], limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
+  const run = (q: BoundQuery) => source.prepared.all<PageKey & { body?: string | null }>(q.statement, q.params);
+  const rows = queries.length === 1 ? await run(queries[0]!) : mergeKeys(await Promise.all(queries.map(run)), limit);
   const { page, next } = takePage(rows, limit);
   if (page.length === 0) return { elements: EMPTY, count: 0, next };
   const ids = page.map((r) => r.id);
@@ -119,6 +134,24 @@ export async function readPage(source: PageSource, query: BoundQuery, limit: num
   if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) return { elements: joined.bodies, count: ids.length, next };
   const found = await source.prepared.all<{ id: string; body: Buffer }>(SQLITE_DOCUMENTS[views].each, [idsJson]);
   return { ...(await joinDocuments(ids, new Map(found.map((r) => [r.id, r.body])), assemble)), next };
+}
+
+/**
+ * Ordered key ranges merged in page order (newest first by created_at, then id), an element found by
+ * several ranges kept once, cut at limit + 1. Ids are ASCII, so JavaScript's order of them is SQLite's.
+ */
+export function mergeKeys<T extends PageKey>(ranges: T[][], limit: number): T[] {
+  const seen = new Set<string>();
+  const all: T[] = [];
+  for (const range of ranges) {
+    for (const row of range) {
+      if (seen.has(row.id)) continue;
+      seen.add(row.id);
+      all.push(row);
+    }
+  }
+  all.sort((a, b) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return all.length > limit + 1 ? all.slice(0, limit + 1) : all;
 }
 
 /** The page's documents in the ids' order, the missing ones assembled, those of deleted elements left out. */
