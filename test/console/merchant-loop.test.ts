@@ -1,8 +1,9 @@
 // The merchant's whole loop in a real browser: sign in, install a catalogue plugin, break it in the
 // editor (the compile error marked on its line), save a version that fails at run time, watch a real
 // signed delivery fail, run the unsaved source against that captured delivery in the test bench, fix it,
-// save, replay the failed delivery and see the invoice completed. A screenshot of each page; the
-// console's cold load time and bundle size are measured.
+// save, replay the failed delivery and see the invoice completed. A screenshot of each page; a fresh
+// profile loads the console, whose first page's assets are small (its load time is timed by
+// bench/console/cold-load.ts, not asserted here: it depends on the machine).
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -152,7 +153,7 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
     assert.deepEqual(rig.problems, [], "no CSP violation or script error");
   });
 
-  test("cold load: a fresh browser profile opens the plugins page and its data in under a second; the bundle is small", async () => {
+  test("cold load: a fresh browser profile opens the plugins page with its data; the first page's assets are small", async () => {
     const { browser, base, context } = rig;
     const cold = await browser.newContext();
     await cold.addCookies(await context.cookies());
@@ -168,7 +169,6 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
     const shell = sizes.filter((s) => s.name === bundle.script || s.name === bundle.style).reduce((n, s) => n + s.br, 0);
     const all = sizes.reduce((n, s) => n + s.br, 0);
     process.stdout.write(`console cold load: DOMContentLoaded ${nav.toFixed(0)} ms, first data ${firstData} ms; brotli: shell ${shell} B, all ${all} B (${JSON.stringify(sizes)})\n`);
-    assert.ok(firstData < 1000, `first data after ${firstData} ms`);
     assert.ok(shell < 30_000, `the first page's assets are ${shell} bytes compressed`);
   });
 });
