@@ -9,7 +9,7 @@ import { openDatabase } from "../src/db/database.ts";
 import type { Database } from "../src/db/schema.ts";
 import { type ListQuery, parseListQuery } from "../src/lib/list-query.ts";
 import { MAX_SHAPES, pageShapes, shapeOf } from "../src/lib/page-shapes.ts";
-import { mergeKeys, pageFetch, windowConditions } from "../src/lib/paging.ts";
+import { concatPieces, mergeKeys, pageFetch, windowConditions, writePieces } from "../src/lib/paging.ts";
 import { freshDatabase, pgSkip } from "./helpers/harness.ts";
 
 const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(":memory:") }) });
@@ -130,5 +130,26 @@ describe("page statements on PostgreSQL", { skip: pgSkip }, () => {
       await plain.close();
       await drop();
     }
+  });
+});
+
+describe("page pieces written where the page is sent from", () => {
+  const pieces = ['{"data":[', Buffer.from('{"name":"Zoë"}'), ",", '{"name":"日本 🎉"}', "]}"];
+
+  test("text and bytes are written as the UTF-8 of the whole, the same as concatenated", () => {
+    const target = Buffer.alloc(256);
+    const length = writePieces(pieces, target);
+    assert.ok(length !== null);
+    assert.deepEqual(target.subarray(0, length), concatPieces(pieces));
+    assert.deepEqual(JSON.parse(target.subarray(0, length).toString()), { data: [{ name: "Zoë" }, { name: "日本 🎉" }] });
+  });
+
+  test("a page that does not fit is refused, also when a string would be cut inside a character", () => {
+    const whole = concatPieces(pieces).length;
+    assert.equal(writePieces(pieces, Buffer.alloc(whole - 1)), null);
+    assert.equal(writePieces(["é".repeat(10)], Buffer.alloc(21)), null, "21 bytes hold 10 two-byte characters, but with fewer than 4 to spare");
+    assert.equal(writePieces(["🎉"], Buffer.alloc(5)), null, "a four-byte character with one byte to spare");
+    assert.equal(writePieces([Buffer.alloc(8), "x"], Buffer.alloc(8)), null, "no room left for text after bytes that fill it");
+    assert.equal(writePieces(["🎉"], Buffer.alloc(8)), 4);
   });
 });

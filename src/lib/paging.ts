@@ -7,16 +7,23 @@ import type { BoundQuery } from "./page-shapes.ts";
 import type { Cursor, ListQuery } from "./list-query.ts";
 
 /**
- * A page of a list: the JSON of its elements in UTF-8, in order, joined by commas (no brackets), how many
- * there are, and where the next page starts. Bytes, not strings: on SQLite the stored documents go from the
- * database to the socket without being decoded into a JavaScript string and encoded back (for a 262 KiB
- * customers page that round trip cost more than reading the page).
+ * A page of a list: the JSON of its elements, in order, joined by commas (no brackets), as pieces to be
+ * written one after the other; how many elements there are; and where the next page starts.
+ *
+ * On SQLite the pieces are bytes: the stored documents go from the database to the socket without being
+ * decoded into a JavaScript string and encoded back (for a 262 KiB customers page that round trip cost more
+ * than reading the page). PostgreSQL's documents arrive as strings; they stay strings until they are
+ * written where the page is sent from (a reader thread's shared slot), encoded there without a buffer of
+ * their own each.
  */
 export interface Page {
-  elements: Buffer;
+  elements: PagePiece[];
   count: number;
   next: Cursor | null;
 }
+
+/** UTF-8 bytes, or text to be encoded as UTF-8. */
+export type PagePiece = Buffer | string;
 
 export interface PageKey {
   id: string;
@@ -125,13 +132,13 @@ export async function readPage(source: PageSource, queries: BoundQuery[], limit:
   const run = (q: BoundQuery) => source.prepared.all<PageKey & { body?: string | null }>(q.statement, q.params);
   const rows = queries.length === 1 ? await run(queries[0]!) : mergeKeys(await Promise.all(queries.map(run)), limit);
   const { page, next } = takePage(rows, limit);
-  if (page.length === 0) return { elements: EMPTY, count: 0, next };
+  if (page.length === 0) return { elements: [], count: 0, next };
   const ids = page.map((r) => r.id);
   if (source.dialect === "postgres") return { ...(await joinDocuments(ids, new Map(page.map((r) => [r.id, r.body ?? undefined])), assemble)), next };
 
   const idsJson = JSON.stringify(ids);
   const [joined] = await source.prepared.all<{ bodies: Buffer | null; ids: string | null }>(SQLITE_DOCUMENTS[views].joined, [idsJson]);
-  if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) return { elements: joined.bodies, count: ids.length, next };
+  if (joined !== undefined && joined.bodies !== null && joined.ids === ids.join(",")) return { elements: [joined.bodies], count: ids.length, next };
   const found = await source.prepared.all<{ id: string; body: Buffer }>(SQLITE_DOCUMENTS[views].each, [idsJson]);
   return { ...(await joinDocuments(ids, new Map(found.map((r) => [r.id, r.body])), assemble)), next };
 }
@@ -158,19 +165,16 @@ export function mergeKeys<T extends PageKey>(ranges: T[][], limit: number): T[] 
 async function joinDocuments(ids: string[], stored: Map<string, Buffer | string | undefined>, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Omit<Page, "next">> {
   const missing = ids.filter((id) => stored.get(id) === undefined);
   const built = missing.length === 0 ? new Map<string, string>() : await assemble(missing);
-  const parts: Buffer[] = [];
+  const elements: PagePiece[] = [];
   let count = 0;
   for (const id of ids) {
     const body = stored.get(id) ?? built.get(id);
     if (body === undefined) continue;
-    if (count++ > 0) parts.push(COMMA);
-    parts.push(typeof body === "string" ? Buffer.from(body) : body);
+    if (count++ > 0) elements.push(",");
+    elements.push(body);
   }
-  return { elements: Buffer.concat(parts), count };
+  return { elements, count };
 }
-
-const EMPTY = Buffer.alloc(0);
-const COMMA = Buffer.from(",");
 
 /**
  * SQLite: the documents of a page's ids, in the ids' order: joined into one value (with the ids joined
@@ -202,18 +206,45 @@ export function groupBy<T, K>(rows: readonly T[], key: (row: T) => K): Map<K, T[
   return out;
 }
 
-/** The page as the list operations send it, in UTF-8 pieces: the elements' JSON as stored, no re-serialization. */
-export function pageParts(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer[] {
+/** The page as the list operations send it, in pieces: the elements' JSON as stored, no re-serialization. */
+export function pageParts(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): PagePiece[] {
   const nextCursor = page.next === null ? null : encodeCursor(page.next);
-  return [Buffer.from(`{"data":{"${list}":[`), page.elements, Buffer.from(`]},"pagination":${JSON.stringify({ limit, nextCursor })}}`)];
+  return [`{"data":{"${list}":[`, ...page.elements, `]},"pagination":${JSON.stringify({ limit, nextCursor })}}`];
+}
+
+/** Pieces as one buffer of UTF-8. */
+export function concatPieces(pieces: readonly PagePiece[]): Buffer {
+  return Buffer.concat(pieces.map((p) => (typeof p === "string" ? Buffer.from(p) : p)));
+}
+
+/**
+ * Writes the pieces into `target` from its start and returns how many bytes they took, or null when they
+ * do not fit (nothing is then to be read from `target`). Text is encoded straight into `target`: a string
+ * whose write leaves fewer than 4 bytes free may have been cut (a character takes up to 4), and counts as
+ * not fitting.
+ */
+export function writePieces(pieces: readonly PagePiece[], target: Buffer): number | null {
+  let at = 0;
+  for (const p of pieces) {
+    if (typeof p === "string") {
+      if (target.length - at < 4) return null;
+      at += target.write(p, at);
+      if (target.length - at < 4) return null;
+    } else {
+      if (at + p.length > target.length) return null;
+      target.set(p, at);
+      at += p.length;
+    }
+  }
+  return at;
 }
 
 /** The page as the list operations send it, in UTF-8, in one buffer. */
 export function pageJson(list: "customers" | "invoices", page: Page, limit: number, encodeCursor: (c: Cursor) => string): Buffer {
-  return Buffer.concat(pageParts(list, page, limit, encodeCursor));
+  return concatPieces(pageParts(list, page, limit, encodeCursor));
 }
 
 /** The page's elements as objects (the command line, tests). */
 export function pageElements<T>(page: Page): T[] {
-  return page.count === 0 ? [] : (JSON.parse(`[${page.elements.toString()}]`) as T[]);
+  return page.count === 0 ? [] : (JSON.parse(`[${page.elements.map((p) => p.toString()).join("")}]`) as T[]);
 }

@@ -9,7 +9,7 @@ import { createCustomersRepository } from "../customers/customers.repository.ts"
 import { AppError } from "../errors.ts";
 import { createInvoicesRepository } from "../invoices/invoices.repository.ts";
 import { encodeCursor } from "../lib/list-query.ts";
-import { pageParts } from "../lib/paging.ts";
+import { type PagePiece, concatPieces, pageParts, writePieces } from "../lib/paging.ts";
 import type { ReadJob, ReadReply, ReaderInit } from "./reads.protocol.ts";
 
 const init = workerData as ReaderInit;
@@ -41,22 +41,18 @@ port.on("message", (job: ReadJob) => {
 port.postMessage({ id: -1, ok: true, ready: true } satisfies ReadReply);
 
 const slotStates = new Int32Array(init.slotStates);
+const slotBuffers = Array.from({ length: init.slotCount }, (_, i) => Buffer.from(init.slots, i * init.slotSize, init.slotSize));
 
-/** Copies the page into a free shared slot and returns its number, or null (too large, or none free). */
-function intoSlot(parts: Buffer[]): { slot: number; length: number } | null {
-  let length = 0;
-  for (const p of parts) length += p.length;
-  if (length > init.slotSize) return null;
+/** Writes the page into a free shared slot and returns its number, or null (too large, or none free). */
+function intoSlot(parts: readonly PagePiece[]): { slot: number; length: number } | null {
   for (let slot = 0; slot < init.slotCount; slot++) {
     // Taken atomically: the main thread frees a slot (stores 0) when the response that sent it is done.
     if (Atomics.compareExchange(slotStates, slot, 0, 1) !== 0) continue;
-    const target = new Uint8Array(init.slots, slot * init.slotSize, init.slotSize);
-    let at = 0;
-    for (const p of parts) {
-      target.set(p, at);
-      at += p.length;
-    }
-    return { slot, length };
+    const length = writePieces(parts, slotBuffers[slot]!);
+    if (length !== null) return { slot, length };
+    // Larger than a slot: this one is free again, and the page goes the other way.
+    Atomics.store(slotStates, slot, 0);
+    return null;
   }
   return null;
 }
@@ -67,7 +63,7 @@ async function answer(job: ReadJob): Promise<void> {
     const page = await repos[job.list].listPage(job.storeId, job.query);
     const parts = pageParts(job.list, page, job.query.limit, encodeCursor);
     const shared = intoSlot(parts);
-    reply = shared === null ? { id: job.id, ok: true, json: Buffer.concat(parts) } : { id: job.id, ok: true, ...shared };
+    reply = shared === null ? { id: job.id, ok: true, json: concatPieces(parts) } : { id: job.id, ok: true, ...shared };
   } catch (err) {
     const expected = err instanceof AppError;
     reply = {
