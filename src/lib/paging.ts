@@ -105,14 +105,13 @@ export type PageKeys = KeysQuery | { ranges: KeysQuery[]; distinct: boolean };
 export function pageQuery(source: PageSource, keys: PageKeys, views: Views, limit: number): Compilable<unknown>[] {
   if (source.dialect === "sqlite") return "ranges" in keys ? keys.ranges : [keys];
   const ordered = "ranges" in keys ? mergeOrderedRanges(source.kysely, keys.ranges, limit, keys.distinct) : keys;
-  return [
-    source.kysely
+  const joined = source.kysely
     .selectFrom(ordered.as("pg"))
     .leftJoin(`${views} as v`, "v.id", "pg.id")
     .select(["pg.id", "pg.created_at", "v.body"])
     .orderBy("pg.created_at", "desc")
-    .orderBy("pg.id", "desc"),
-  ];
+    .orderBy("pg.id", "desc");
+  return [joined];
 }
 
 /**
