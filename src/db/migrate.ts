@@ -15,6 +15,7 @@ import * as m0009 from "./migrations/0009_read_model.ts";
 import * as m0010 from "./migrations/0010_id_filter_in_page_order.ts";
 import * as m0011 from "./migrations/0011_console.ts";
 import * as m0012 from "./migrations/0012_event_invoice.ts";
+import * as m0013 from "./migrations/0013_documents_uncompressed.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -36,6 +37,7 @@ const migrations: Record<string, MigrationModule> = {
   "0010_id_filter_in_page_order": m0010,
   "0011_console": m0011,
   "0012_event_invoice": m0012,
+  "0013_documents_uncompressed": m0013,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
