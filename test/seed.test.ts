@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
+import { sql } from "kysely";
 import { buildApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { INVOICE_STATUSES } from "../src/invoices/invoices.schemas.ts";
@@ -207,4 +208,18 @@ test("PostgreSQL: the key works, and the same seed gives the same data as on SQL
   const onSqlite = await seededDump("sqlite", options);
   assert.equal(onPostgres.result.storeId, onSqlite.result.storeId);
   assert.deepStrictEqual(onPostgres.dump, onSqlite.dump);
+});
+
+test("PostgreSQL: a seed leaves its tables vacuumed, so the page-key scans are index-only", { skip: pgSkip }, async () => {
+  await withSeedServices("postgres", async (services) => {
+    await seedStore(services.db, { customers: 200, seed: 8, until: UNTIL });
+    const { rows } = await sql<{ relname: string; pages: number; visible: number }>`
+      select relname, relpages as pages, relallvisible as visible from pg_class
+      where relname in ('customers', 'invoices', 'customer_views', 'invoice_views') and relnamespace = current_schema()::regnamespace`.execute(services.db.kysely);
+    assert.equal(rows.length, 4);
+    for (const r of rows) {
+      assert.ok(r.pages > 0, `${r.relname} has pages`);
+      assert.equal(r.visible, r.pages, `${r.relname}: every page marked all-visible`);
+    }
+  });
 });
