@@ -8,7 +8,7 @@
 //     [--pipeline]  (also the page from memory behind the list route's hooks: key, rate limit, query schema)
 import { type ChildProcess, execFile, fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -73,6 +73,12 @@ interface Sample {
    * server processes are not included.
    */
   cpuMsPerRequest?: number;
+  /**
+   * CPU time of the PostgreSQL server's processes on this machine (all of them, user + system) per request:
+   * the database's share of a page, which the figure above leaves out. Only on PostgreSQL, with the server
+   * on the benchmark's machine.
+   */
+  dbCpuMsPerRequest?: number;
 }
 
 /** User + system CPU time of a process and all its threads so far, in ms (Linux /proc; CLK_TCK 100). */
@@ -84,6 +90,27 @@ function processCpuMs(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * User + system CPU time of every process named `postgres` so far, in ms: each live process's own, plus what
+ * its ended children used (the postmaster's count of the backends and workers it reaped), so a process that
+ * ends during a run is not subtracted.
+ */
+function postgresCpuMs(): number {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue;
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10;
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return total;
 }
 
 /**
@@ -168,8 +195,11 @@ interface CaseResult {
   /** With --pipeline: the page from memory behind the list route's hooks. */
   pipeline: { rps: number; p99: number; rounds: Sample[] } | null;
   ratio: number;
-  /** Medians of the server's CPU ms per request: list, memory, and memory / list. */
-  cpu: { list: number; memory: number; ratio: number };
+  /**
+   * Medians of the server's CPU ms per request: list, memory, and memory / list; on PostgreSQL also the
+   * database server's CPU ms per list request.
+   */
+  cpu: { list: number; memory: number; ratio: number; databaseList?: number };
 }
 
 interface Target {
@@ -204,10 +234,16 @@ async function measure(t: Target, c: BenchCase, seconds: number): Promise<{ list
   const pid = t.child.pid!;
   const timed = async (url: string, headers: Record<string, string>): Promise<Sample> => {
     const before = processCpuMs(pid);
+    const dbBefore = dialect === "postgres" ? postgresCpuMs() : 0;
     const sample = await load(url, headers, seconds);
     // Settled: the requests left in flight when the load stopped are answered and counted.
     await settle(t.base);
-    return { ...sample, cpuMsPerRequest: (processCpuMs(pid) - before) / Math.max(1, sample.requests) };
+    const perRequest = (ms: number) => ms / Math.max(1, sample.requests);
+    return {
+      ...sample,
+      cpuMsPerRequest: perRequest(processCpuMs(pid) - before),
+      ...(dialect === "postgres" ? { dbCpuMsPerRequest: perRequest(postgresCpuMs() - dbBefore) } : {}),
+    };
   };
   const list = await timed(urlOf(t, c), { authorization: t.ready.key });
   const memory = await timed(t.base + memoryPath(c), {});
@@ -247,7 +283,8 @@ try {
         log(
           `round ${r}/${rounds} ${t.customers.toLocaleString("en-US").padStart(9)} ${c.name.padEnd(22)} list ${list.rps.toFixed(0).padStart(5)} req/s p99 ${String(list.p99).padStart(5)} ms | memory ${memory.rps.toFixed(0).padStart(5)} req/s p99 ${String(memory.p99).padStart(5)} ms` +
             (pipeline ? ` | pipeline ${pipeline.rps.toFixed(0).padStart(5)} req/s` : "") +
-            ` | server CPU ms/req list ${cpu(list)} memory ${cpu(memory)}`,
+            ` | server CPU ms/req list ${cpu(list)} memory ${cpu(memory)}` +
+            (list.dbCpuMsPerRequest === undefined ? "" : ` | PostgreSQL CPU ms/req list ${list.dbCpuMsPerRequest.toFixed(2)} memory ${(memory.dbCpuMsPerRequest ?? Number.NaN).toFixed(2)}`),
         );
       }
     }
@@ -280,6 +317,7 @@ const results = targets.map((t) => ({
         list: median(s.list.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
         memory: median(s.memory.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
         ratio: median(s.memory.map((x) => x.cpuMsPerRequest ?? Number.NaN)) / median(s.list.map((x) => x.cpuMsPerRequest ?? Number.NaN)),
+        ...(dialect === "postgres" ? { databaseList: median(s.list.map((x) => x.dbCpuMsPerRequest ?? Number.NaN)) } : {}),
       },
     };
   }),
@@ -290,15 +328,16 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const lines: string[] = [];
 const withPipeline = args.pipeline;
 lines.push(
-  `| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |${withPipeline ? " pipeline req/s | pipeline p99 ms |" : ""} CPU ms/req list | CPU ms/req memory | memory / list CPU |`,
+  `| customers | case | elements | KiB | list req/s | list p99 ms | memory req/s | memory p99 ms | list / memory |${withPipeline ? " pipeline req/s | pipeline p99 ms |" : ""} CPU ms/req list | CPU ms/req memory | memory / list CPU |${dialect === "postgres" ? " PostgreSQL CPU ms/req list |" : ""}`,
 );
-lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|${withPipeline ? "---:|---:|" : ""}---:|---:|---:|`);
+lines.push(`|---:|---|---:|---:|---:|---:|---:|---:|---:|${withPipeline ? "---:|---:|" : ""}---:|---:|---:|${dialect === "postgres" ? "---:|" : ""}`);
 for (const r of results) {
   for (const c of r.cases) {
     lines.push(
       `| ${fmt(r.customers)} | ${c.name} | ${c.elements} | ${(c.bytes / 1024).toFixed(0)} | ${fmt(c.list.rps)} | ${c.list.p99} | ${fmt(c.memory.rps)} | ${c.memory.p99} | ${c.ratio.toFixed(2)} |` +
         (c.pipeline ? ` ${fmt(c.pipeline.rps)} | ${c.pipeline.p99} |` : "") +
-        ` ${c.cpu.list.toFixed(2)} | ${c.cpu.memory.toFixed(2)} | ${c.cpu.ratio.toFixed(2)} |`,
+        ` ${c.cpu.list.toFixed(2)} | ${c.cpu.memory.toFixed(2)} | ${c.cpu.ratio.toFixed(2)} |` +
+        (c.cpu.databaseList === undefined ? "" : ` ${c.cpu.databaseList.toFixed(2)} |`),
     );
   }
 }
