@@ -23,7 +23,8 @@ import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
 import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
-import { createStoresService, type StoresService } from "./stores/stores.service.ts";
+import { createKeyCache } from "./stores/key-cache.ts";
+import { type AuthenticatedKey, createStoresService, type StoresService } from "./stores/stores.service.ts";
 import { createConsoleService, type ConsoleService } from "./console/console.service.ts";
 
 export interface RouteRateLimit {
@@ -145,7 +146,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
   const customersRepo = createCustomersRepository(db);
-  const stores = createStoresService(db.kysely, now);
+  const keyCache = createKeyCache<AuthenticatedKey>(db, config.database.kind === "postgres" ? config.database.url : null, now);
+  const stores = createStoresService(db.kysely, now, keyCache);
   const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
   const reads = createReadsService({
     database: config.database,
@@ -188,6 +190,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       await sender.close();
       await reads.close();
       await sandbox.close();
+      await keyCache.close();
       await db.close();
     },
   };

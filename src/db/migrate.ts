@@ -16,6 +16,7 @@ import * as m0010 from "./migrations/0010_id_filter_in_page_order.ts";
 import * as m0011 from "./migrations/0011_console.ts";
 import * as m0012 from "./migrations/0012_event_invoice.ts";
 import * as m0013 from "./migrations/0013_documents_uncompressed.ts";
+import * as m0014 from "./migrations/0014_api_key_changes.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -38,6 +39,7 @@ const migrations: Record<string, MigrationModule> = {
   "0011_console": m0011,
   "0012_event_invoice": m0012,
   "0013_documents_uncompressed": m0013,
+  "0014_api_key_changes": m0014,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -6,6 +6,7 @@ import type { ApiKeysTable, Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { versionToRemember } from "../versioning/registry.ts";
+import type { KeyCache } from "./key-cache.ts";
 
 export const SCOPES = ["customers:read", "invoices:read", "events:read"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -57,7 +58,11 @@ export interface StoresService {
   authenticate(key: string): Promise<AuthenticatedKey | null>;
 }
 
-export function createStoresService(db: Kysely<Database>, now: () => number = Date.now): StoresService {
+/**
+ * `keys` remembers authenticated keys between requests (key-cache.ts); every change to a key made here
+ * clears it, as a change made elsewhere does through the database.
+ */
+export function createStoresService(db: Kysely<Database>, now: () => number = Date.now, keys: KeyCache<AuthenticatedKey> | null = null): StoresService {
   const toStore = (r: { id: string; name: string; created_at: number }): Store => ({
     id: r.id,
     name: r.name,
@@ -134,6 +139,7 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
         .where("store_id", "=", storeId)
         .returningAll()
         .executeTakeFirst();
+      keys?.clear();
       if (!row) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
       return toKeyInfo(row);
     },
@@ -145,6 +151,7 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
         .where("store_id", "=", storeId)
         .where("revoked_at", "is", null)
         .executeTakeFirst();
+      keys?.clear();
       if (Number(result.numUpdatedRows) === 0) {
         const exists = await db.selectFrom("api_keys").select("id").where("id", "=", keyId).where("store_id", "=", storeId).executeTakeFirst();
         if (!exists) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
@@ -152,13 +159,19 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
     },
     async authenticate(key) {
       if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
+      const hash = hashApiKey(key);
+      const known = keys?.get(hash);
+      if (known !== undefined) return known;
+      const remember = keys?.begin();
       const row = await db
         .selectFrom("api_keys")
         .select(["id", "store_id", "scopes", "revoked_at", "api_version"])
-        .where("key_hash", "=", hashApiKey(key))
+        .where("key_hash", "=", hash)
         .executeTakeFirst();
       if (!row || row.revoked_at !== null) return null;
-      return { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")), version: row.api_version };
+      const authenticated: AuthenticatedKey = { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")), version: row.api_version };
+      remember?.(hash, authenticated);
+      return authenticated;
     },
   };
   return service;
