@@ -2,6 +2,8 @@
 
 const PG_UNAVAILABLE_CLASSES = ["08", "53", "57P"]; // connection exception, insufficient resources, operator intervention
 const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+// postgres.js (the reader threads' statements): its connection lost, ended or never made.
+const POSTGRES_JS_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT"]);
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM)/;
 
 /**
@@ -13,7 +15,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (err === null || typeof err !== "object") return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === "string") {
-    if (NET_CODES.has(code) || SQLITE_UNAVAILABLE.test(code)) return true;
+    if (NET_CODES.has(code) || POSTGRES_JS_CODES.has(code) || SQLITE_UNAVAILABLE.test(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.some((c) => code.startsWith(c))) return true;
   }
   const message = (err as { message?: unknown }).message;

@@ -10,11 +10,11 @@ import type { Cursor, ListQuery } from "./list-query.ts";
  * A page of a list: the JSON of its elements, in order, joined by commas (no brackets), as pieces to be
  * written one after the other; how many elements there are; and where the next page starts.
  *
- * On SQLite the pieces are bytes: the stored documents go from the database to the socket without being
- * decoded into a JavaScript string and encoded back (for a 262 KiB customers page that round trip cost more
- * than reading the page). PostgreSQL's documents arrive as strings; they stay strings until they are
- * written where the page is sent from (a reader thread's shared slot), encoded there without a buffer of
- * their own each.
+ * The pieces are bytes where the driver gives them so: the stored documents go from the database to the
+ * socket without being decoded into a JavaScript string and encoded back (for a 262 KiB customers page
+ * that round trip cost more than reading the page). That is SQLite, and PostgreSQL on the reader threads
+ * (postgres.js, see OpenOptions.bytes). Through pg (pages built on the main thread, READ_THREADS=0) they
+ * arrive as strings, and stay strings until they are written where the page is sent from.
  */
 export interface Page {
   elements: PagePiece[];
@@ -128,7 +128,7 @@ export function pageQuery(source: PageSource, keys: PageKeys, views: Views, limi
  * left out.
  */
 export async function readPage(source: PageSource, queries: BoundQuery[], limit: number, views: Views, assemble: (ids: string[]) => Promise<Map<string, string>>): Promise<Page> {
-  const run = (q: BoundQuery) => source.prepared.all<PageKey & { body?: string | null }>(q.statement, q.params);
+  const run = (q: BoundQuery) => source.prepared.all<PageKey & { body?: PagePiece | null }>(q.statement, q.params, PAGE_BYTES);
   const rows = queries.length === 1 ? await run(queries[0]!) : mergeKeys(await Promise.all(queries.map(run)), limit);
   const { page, next } = takePage(rows, limit);
   if (page.length === 0) return { elements: [], count: 0, next };
@@ -141,6 +141,9 @@ export async function readPage(source: PageSource, queries: BoundQuery[], limit:
   const found = await source.prepared.all<{ id: string; body: Buffer }>(SQLITE_DOCUMENTS[views].each, [idsJson]);
   return { ...(await joinDocuments(ids, new Map(found.map((r) => [r.id, r.body])), assemble)), next };
 }
+
+/** The joined PostgreSQL statement's column of documents, read as the bytes the server sent where it can be. */
+const PAGE_BYTES = ["body"] as const;
 
 /**
  * Ordered key ranges merged in page order (newest first by created_at, then id), an element found by

@@ -28,9 +28,11 @@ try {
 }
 
 const port = parentPort!;
-// One PostgreSQL connection per reader: pages queue here, in this low-priority thread, rather than as
-// several busy server processes that the webhook's queries would have to share the cores with.
-const db = openDatabase(init.database, { poolSize: 1, genericPlans: true });
+// One PostgreSQL connection per reader: pages queue on it, one server process working on them in turn,
+// rather than several busy server processes that the webhook's queries would have to share the cores
+// with. Its statements go through postgres.js (OpenOptions.bytes): the documents stay bytes, and the next
+// page's query is already sent while this thread copies the last one's rows (pipelining).
+const db = openDatabase(init.database, { poolSize: 1, genericPlans: true, bytes: true });
 // This connection only reads; a write from here would be a bug.
 db.sqlite?.pragma("query_only = ON");
 const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
