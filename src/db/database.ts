@@ -86,6 +86,22 @@ const pgTypes = {
 /** The oids of the integer types, read as numbers (int8: epoch milliseconds and cents, as pgTypes). */
 const PG_INTEGERS = new Set([20, 21, 23]);
 
+/** postgres.js's connection options for DATABASE_URL, read by pg's own parser (see postgresJsPrepared). */
+export function postgresJsOptions(url: string, genericPlans: boolean): postgres.Options<Record<string, postgres.PostgresType>> {
+  const c = parseIntoClientConfig(url);
+  const startup = [typeof c.options === "string" ? c.options : null, genericPlans ? "-c plan_cache_mode=force_generic_plan" : null].filter((o) => o !== null).join(" ");
+  return {
+    ...(c.host ? { host: c.host } : {}),
+    ...(c.port ? { port: c.port } : {}),
+    ...(c.database ? { database: c.database } : {}),
+    ...(c.user ? { user: c.user } : {}),
+    ...(typeof c.password === "string" ? { pass: c.password } : {}),
+    // pg's `ssl: true` is TLS with Node's defaults (the certificate verified); an object is tls.connect's options.
+    ssl: c.ssl === true ? {} : c.ssl || false,
+    connection: { application_name: typeof c.application_name === "string" ? c.application_name : "storefront reader", ...(startup === "" ? {} : { options: startup }) },
+  };
+}
+
 /**
  * PostgreSQL through postgres.js, one connection (OpenOptions.bytes). Connects as DATABASE_URL says, read
  * by pg's own parser so both drivers agree: host (or socket directory), port, database, user, password,
@@ -95,22 +111,7 @@ const PG_INTEGERS = new Set([20, 21, 23]);
  * run only.
  */
 function postgresJsPrepared(url: string, genericPlans: boolean): Prepared & { close(): Promise<void> } {
-  const c = parseIntoClientConfig(url);
-  const startup = [typeof c.options === "string" ? c.options : null, genericPlans ? "-c plan_cache_mode=force_generic_plan" : null].filter((o) => o !== null).join(" ");
-  const sql = postgres({
-    ...(c.host ? { host: c.host } : {}),
-    ...(c.port ? { port: c.port } : {}),
-    ...(c.database ? { database: c.database } : {}),
-    ...(c.user ? { user: c.user } : {}),
-    ...(typeof c.password === "string" ? { pass: c.password } : {}),
-    // pg's `ssl: true` is TLS with Node's defaults (the certificate verified); an object is tls.connect's options.
-    ssl: c.ssl === true ? {} : c.ssl || false,
-    max: 1,
-    prepare: true,
-    fetch_types: false,
-    onnotice: () => {},
-    connection: { application_name: typeof c.application_name === "string" ? c.application_name : "storefront reader", ...(startup === "" ? {} : { options: startup }) },
-  });
+  const sql = postgres({ ...postgresJsOptions(url, genericPlans), max: 1, prepare: true, fetch_types: false, onnotice: () => {} });
   return {
     all: async <R>(statement: PreparedStatement, params: readonly unknown[], bytes: readonly string[] = []) => {
       const result = await sql.unsafe(statement.sql, params as postgres.ParameterOrJSON<never>[], { prepare: statement.name !== null }).raw();
