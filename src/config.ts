@@ -47,6 +47,11 @@ export interface Config {
   readThreadsNice: number;
   /** A finished read page waits at most this long while payment webhooks are in flight (READ_YIELD_MAX_MS; 0: never waits). */
   readYieldMaxMs: number;
+  /**
+   * How long an authenticated API key may be remembered at most (API_KEY_CACHE_SECONDS; 0: looked up on
+   * every request). Any change to a key forgets them all at once (src/stores/key-cache.ts).
+   */
+  apiKeyCacheSeconds: number;
   /** The console's sessions end after this long without a request (CONSOLE_SESSION_IDLE_MINUTES), and 12 h after sign-in at the latest. */
   consoleSessionIdleMinutes: number;
 }
@@ -211,6 +216,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
     readThreadsNice: int("READ_THREADS_NICE", 10, 0, 19),
     readYieldMaxMs: int("READ_YIELD_MAX_MS", 50, 0, 10_000),
+    apiKeyCacheSeconds: int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
     consoleSessionIdleMinutes: int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720),
     plugin: {
       poolSize,

@@ -146,7 +146,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
   const customersRepo = createCustomersRepository(db);
-  const keyCache = createKeyCache<AuthenticatedKey>(db, config.database.kind === "postgres" ? config.database.url : null, now);
+  const keyCache = createKeyCache<AuthenticatedKey>(db, config.database.kind === "postgres" ? config.database.url : null, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);
   const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
   const reads = createReadsService({

@@ -141,3 +141,21 @@ describe("PostgreSQL: remembered keys when the listening connection is lost", { 
     }
   });
 });
+
+test("API_KEY_CACHE_SECONDS=0: nothing is remembered; otherwise a key is remembered at most that long", () => {
+  const handle = new SQLite(":memory:");
+  try {
+    let now = 1_000;
+    const off = createKeyCache<string>({ dialect: "sqlite", sqlite: handle }, null, () => now, 0);
+    off.begin()("h1", "key");
+    assert.equal(off.get("h1"), undefined);
+    const on = createKeyCache<string>({ dialect: "sqlite", sqlite: handle }, null, () => now, 60_000);
+    on.begin()("h1", "key");
+    now += 59_999;
+    assert.equal(on.get("h1"), "key");
+    now += 1;
+    assert.equal(on.get("h1"), undefined, "forgotten after its time");
+  } finally {
+    handle.close();
+  }
+});

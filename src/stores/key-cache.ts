@@ -9,7 +9,9 @@
 //   (migration 0014), committed or not at all; a connection of this process listens, and while it is not
 //   listening (connecting, or lost) nothing is remembered.
 // Only keys that authenticated are remembered (an unknown key costs its lookup each time, and is what the
-// failed-key limiter counts), at most MAX_KEYS of them, none for longer than TTL_MS.
+// failed-key limiter counts), at most MAX_KEYS of them, none for longer than API_KEY_CACHE_SECONDS (60 by
+// default; 0 remembers nothing and opens no listening connection). Behind a pooler that does not keep a
+// session (PgBouncer in transaction mode) notifications do not arrive: set it to 0 there.
 import pg from "pg";
 import type SQLite from "better-sqlite3";
 import type { Db } from "../db/database.ts";
@@ -19,7 +21,6 @@ export const KEY_CHANGES_CHANNEL = "storefront_api_keys";
 /** The listening connection's application_name (pg_stat_activity). */
 export const LISTENER_NAME = "storefront key changes";
 const MAX_KEYS = 10_000;
-const TTL_MS = 60_000;
 const RELISTEN_MS = 1_000;
 
 export interface KeyCache<T> {
@@ -41,7 +42,8 @@ interface Freshness {
   close(): Promise<void>;
 }
 
-export function createKeyCache<T>(db: Pick<Db, "dialect" | "sqlite">, databaseUrl: string | null, now: () => number = Date.now): KeyCache<T> {
+export function createKeyCache<T>(db: Pick<Db, "dialect" | "sqlite">, databaseUrl: string | null, now: () => number = Date.now, ttlMs = 60_000): KeyCache<T> {
+  if (ttlMs <= 0) return { get: () => undefined, begin: () => () => {}, clear: () => {}, close: async () => {} };
   const entries = new Map<string, { value: T; until: number }>();
   let generation = 0;
   const clear = () => {
@@ -66,7 +68,7 @@ export function createKeyCache<T>(db: Pick<Db, "dialect" | "sqlite">, databaseUr
       return (hash, value) => {
         if (!freshness.check() || generation !== started) return;
         if (entries.size >= MAX_KEYS) entries.delete(entries.keys().next().value!);
-        entries.set(hash, { value, until: now() + TTL_MS });
+        entries.set(hash, { value, until: now() + ttlMs });
       };
     },
     clear,
