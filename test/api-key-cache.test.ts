@@ -94,7 +94,7 @@ for (const dialect of DIALECTS) {
 test("a lookup that ran while keys changed is not remembered", () => {
   const handle = new SQLite(":memory:");
   try {
-    const cache = createKeyCache<string>({ dialect: "sqlite", sqlite: handle }, null);
+    const cache = createKeyCache<string>({ sqlite: handle }, null);
     const remember = cache.begin();
     cache.clear(); // a revocation committed while the lookup ran
     remember("h1", "stale");
@@ -146,10 +146,10 @@ test("API_KEY_CACHE_SECONDS=0: nothing is remembered; otherwise a key is remembe
   const handle = new SQLite(":memory:");
   try {
     let now = 1_000;
-    const off = createKeyCache<string>({ dialect: "sqlite", sqlite: handle }, null, () => now, 0);
+    const off = createKeyCache<string>({ sqlite: handle }, null, () => now, 0);
     off.begin()("h1", "key");
     assert.equal(off.get("h1"), undefined);
-    const on = createKeyCache<string>({ dialect: "sqlite", sqlite: handle }, null, () => now, 60_000);
+    const on = createKeyCache<string>({ sqlite: handle }, null, () => now, 60_000);
     on.begin()("h1", "key");
     now += 59_999;
     assert.equal(on.get("h1"), "key");

@@ -37,12 +37,12 @@ export interface KeyCache<T> {
 }
 
 interface Freshness {
-  /** Whether remembered keys may be used now; false clears them. Called before each use. */
+  /** Whether remembered keys may be used now (what changed since the last call is cleared first). */
   check(): boolean;
   close(): Promise<void>;
 }
 
-export function createKeyCache<T>(db: Pick<Db, "dialect" | "sqlite">, databaseUrl: string | null, now: () => number = Date.now, ttlMs = 60_000): KeyCache<T> {
+export function createKeyCache<T>(db: Pick<Db, "sqlite">, databaseUrl: string | null, now: () => number = Date.now, ttlMs = 60_000): KeyCache<T> {
   if (ttlMs <= 0) return { get: () => undefined, begin: () => () => {}, clear: () => {}, close: async () => {} };
   const entries = new Map<string, { value: T; until: number }>();
   let generation = 0;

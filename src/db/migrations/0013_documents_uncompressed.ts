@@ -11,7 +11,7 @@
 import { sql, type Kysely } from "kysely";
 import type { MigrationContext } from "../migrate.ts";
 
-export const DOCUMENT_TABLES = ["customer_views", "invoice_views"] as const;
+const DOCUMENT_TABLES = ["customer_views", "invoice_views"] as const;
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   if (ctx.dialect !== "postgres") return;
