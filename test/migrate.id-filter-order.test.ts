@@ -9,7 +9,6 @@ import { loadConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/database.ts";
 import { migrateTo } from "../src/db/migrate.ts";
 import { parseListQuery } from "../src/lib/list-query.ts";
-import { rebuildReadModel } from "../src/lib/read-model.ts";
 import { createServices } from "../src/services.ts";
 import { DIALECTS, freshDatabase } from "./helpers/harness.ts";
 
@@ -33,9 +32,12 @@ for (const dialect of DIALECTS) {
                     values ('inv_old', 'st_old', 'cus_old', 500, 'stripe', '', 'ses_old', 0, 'completed', null, null, ${INVOICE_AT}, ${INVOICE_AT})`.execute(k);
           await sql`insert into invoice_items (invoice_id, position, store_id, customer_id, product_variant_id, quantity, price_cents, coupon_id)
                     values ('inv_old', 0, 'st_old', 'cus_old', 'var_old', 1, 500, 'cpn_old')`.execute(k);
-          await rebuildReadModel(db.kysely);
+          // Documents as migration 0009's tables held them (today's writer writes migration 0015's columns).
+          await sql`insert into customer_views (id, store_id, body) values ('cus_old', 'st_old', '{"id":"cus_old"}')`.execute(k);
+          await sql`insert into invoice_views (id, store_id, body) values ('inv_old', 'st_old', '{"id":"inv_old"}')`.execute(k);
           const documents = async () => {
-            const { rows } = await sql<{ n: number | string }>`select (select count(*) from customer_views) + (select count(*) from invoice_views) as n`.execute(k);
+            const { rows } = await sql<{ n: number | string }>`
+              select (select count(*) from customer_views where body is not null) + (select count(*) from invoice_views where body is not null) as n`.execute(k);
             return Number(rows[0]!.n);
           };
           assert.equal(await documents(), 2);
@@ -48,7 +50,7 @@ for (const dialect of DIALECTS) {
           assert.equal(review.customer_created_at, CUSTOMER_AT);
           assert.equal(await documents(), 2, "the backfill did not make the documents stale");
 
-          // The triggers are back: a later change to an item still deletes its invoice's document.
+          // The triggers are back: a later change to an item still empties its invoice's document.
           await db.kysely.updateTable("invoice_items").set({ quantity: 2 }).where("invoice_id", "=", "inv_old").execute();
           assert.equal(await documents(), 1);
         } finally {

@@ -240,7 +240,7 @@ for (const dialect of DIALECTS) {
       });
     }
 
-    test("read model: checkout stores the documents, a raw write deletes them, and the page is right either way", async () => {
+    test("read model: checkout stores the documents, a raw write empties them, and the page is right either way", async () => {
       const db = h.services.db.kysely;
       const c = await h.store("C");
       const dave = (await h.customer(c.id, { email: "dave@example.com" })).id;
@@ -256,11 +256,42 @@ for (const dialect of DIALECTS) {
 
       await db.updateTable("invoices").set({ status: "completed" }).where("id", "=", inv.id).execute();
       const after = await stored();
-      assert.equal(after.invoice, undefined, "the trigger deleted the invoice's document");
-      assert.equal(after.customer, undefined, "and its customer's, whose figures depend on it");
+      assert.equal(after.invoice, null, "the trigger emptied the invoice's document");
+      assert.equal(after.customer, null, "and its customer's, whose figures depend on it");
       const dave2 = (await customers("?id=" + dave, c.key)).data.customers[0]!;
       assert.equal(dave2.totalOrders, 1, "assembled from the source tables");
       assert.equal((await invoices(`?id=${inv.id}`, c.key)).data.invoices[0]!.status, "completed");
+    });
+
+    test("read model: unfiltered pages follow raw writes that move, re-home or delete an element (the documents' own page order)", async () => {
+      const db = h.services.db.kysely;
+      const c = await h.store("RM");
+      const other = await h.store("RM2");
+      const eve = (await h.customer(c.id, { email: "eve@example.com" })).id;
+      const finn = (await h.customer(c.id, { email: "finn@example.com" })).id;
+      const buy = (customerId: string) => h.checkout(c.id, { customerId, paymentMethod: "stripe", items: [{ productVariantId: "var-rm", quantity: 1, price: 3 }] });
+      const eveFirst = (await buy(eve)).id;
+      const deleted = (await buy(eve)).id;
+      await buy(finn);
+      const order = async (list: "customers" | "invoices", key = c.key) => ids(list === "customers" ? (await customers("", key)).data.customers : (await invoices("", key)).data.invoices);
+      const before = (await order("invoices")) as string[];
+      assert.equal(before.length, 3);
+      const kept = before.filter((id) => id !== deleted);
+      const [first, last] = [kept[0]!, kept[1]!];
+
+      // The older of the two kept invoices made the newest, the other deleted, without the service's writers.
+      await db.updateTable("invoices").set({ created_at: Date.now() + 60_000 }).where("id", "=", last).execute();
+      await db.deleteFrom("invoice_items").where("invoice_id", "=", deleted).execute();
+      await db.deleteFrom("invoices").where("id", "=", deleted).execute();
+      assert.deepEqual(await order("invoices"), [last, first], "moved to the front, the deleted one gone");
+      assert.deepEqual(await order("invoices"), ids((await invoices(`?createdAtFrom=2000-01-01`, c.key)).data.invoices), "a date window agrees");
+
+      // A customer moved to another store: listed there, no longer here.
+      await db.updateTable("customers").set({ store_id: other.id }).where("id", "=", finn).execute();
+      assert.deepEqual(await order("customers"), [eve]);
+      assert.deepEqual(await order("customers", other.key), [finn]);
+      const eveListed = (await customers("", c.key)).data.customers[0]! as unknown as { invoices: Json[] };
+      assert.deepEqual(ids(eveListed.invoices), [eveFirst], "eve's document rebuilt from the source tables without the deleted invoice");
     });
 
     test("date bounds are inclusive, accept offsets, and a bare date covers its whole UTC day", async () => {

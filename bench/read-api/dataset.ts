@@ -17,7 +17,7 @@ export const BENCH_UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** Bump when the seed's output changes, so cached datasets are seeded again. */
-const DATASET_VERSION = 2;
+const DATASET_VERSION = 3;
 
 export type BenchDialect = "sqlite" | "postgres";
 

@@ -7,7 +7,7 @@ import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -137,11 +137,12 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
   }
 
   /**
-   * The page's keys, ordered, limit + 1 of them: from the page index alone (with `email`, from the e-mail
-   * index; with `id`, see idFilterPage).
+   * The page's keys, ordered, limit + 1 of them: unfiltered, the documents' own range (documentsInPageOrder);
+   * otherwise from the page index alone (with `email`, from the e-mail index; with `id`, see idFilterPage).
    */
   function pageKeys(storeId: string, q: ListQuery): PageKeys {
     if (q.id !== null) return idFilterPage(storeId, q, q.id);
+    if (q.email === null && q.statuses === null) return documentsInPageOrder(db, "customer_views", storeId, q);
     let pageIds = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
     for (const cond of [...customerFilters(q, "p.id"), ...windowConditions("p", q)]) pageIds = pageIds.where(cond);
     return pageIds.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));

@@ -17,6 +17,7 @@ import * as m0011 from "./migrations/0011_console.ts";
 import * as m0012 from "./migrations/0012_event_invoice.ts";
 import * as m0013 from "./migrations/0013_documents_uncompressed.ts";
 import * as m0014 from "./migrations/0014_api_key_changes.ts";
+import * as m0015 from "./migrations/0015_documents_in_page_order.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -40,6 +41,7 @@ const migrations: Record<string, MigrationModule> = {
   "0012_event_invoice": m0012,
   "0013_documents_uncompressed": m0013,
   "0014_api_key_changes": m0014,
+  "0015_documents_in_page_order": m0015,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

@@ -238,7 +238,10 @@ export interface EventAttemptsTable {
 export interface ViewsTable {
   id: string;
   store_id: string;
-  body: string;
+  /** The element's own creation time: the documents are indexed in page order (migration 0015). */
+  created_at: number;
+  /** The element as the list operations send it; null once a write made it stale and nobody refreshed it. */
+  body: string | null;
 }
 
 export interface ConsoleUsersTable {

@@ -7,7 +7,7 @@ import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -77,19 +77,19 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
   }
 
   /**
-   * The page's keys, ordered, limit + 1 of them: from the page index alone (with `status`, one ordered range
+   * The page's keys, ordered, limit + 1 of them: unfiltered, the documents' own range (documentsInPageOrder);
+   * otherwise from the page index alone (with `status`, one ordered range
    * of (store, status, created_at, id) per status, each cut at the page size, merged: at most statuses ×
    * (limit + 1) index entries whatever the store's size); with `id`, see idFilterPage.
    */
   function pageKeys(storeId: string, q: ListQuery): PageKeys {
     if (q.id !== null) return idFilterPage(storeId, q, q.id);
-    const pageIdsOf = (status: string | null) => {
-      let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId);
-      if (status !== null) ids = ids.where("p.status", "=", status);
+    if (q.statuses === null) return documentsInPageOrder(db, "invoice_views", storeId, q);
+    const pageIdsOf = (status: string) => {
+      let ids = db.selectFrom("invoices as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", storeId).where("p.status", "=", status);
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
       return ids.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(pageFetch(q.limit));
     };
-    if (q.statuses === null) return pageIdsOf(null);
     return { ranges: q.statuses.map(pageIdsOf), distinct: false };
   }
   const pageOf = pageShapes("invoice_page", (storeId, q) => pageQuery(source, pageKeys(storeId, q), "invoice_views", q.limit));
@@ -153,7 +153,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
 /** One invoice of this store as the list shows it (its stored document, else assembled), or null. */
 export async function findInvoiceView(db: Kysely<Database>, storeId: string, invoiceId: string): Promise<Invoice | null> {
   const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
-  if (stored) return JSON.parse(stored.body) as Invoice;
+  if (stored?.body != null) return JSON.parse(stored.body) as Invoice;
   const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
   if (!row) return null;
   const [view] = await assembleInvoices(db, [row]);

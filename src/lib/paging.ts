@@ -91,9 +91,25 @@ export type KeysQuery = PageIdQuery & Compilable<PageKey>;
 
 /**
  * A page's keys: one ordered query, or several ordered ranges, each cut at limit + 1 (one per status, or one
- * per branch of the `id` filter), to be merged in page order; `distinct` when several may find one element.
+ * per branch of the `id` filter), to be merged in page order; `distinct` when several may find one element;
+ * or the documents table's own range in page order (documentsInPageOrder), keys and documents together.
  */
-export type PageKeys = KeysQuery | { ranges: KeysQuery[]; distinct: boolean };
+export type PageKeys = KeysQuery | { ranges: KeysQuery[]; distinct: boolean } | { inOrder: KeysQuery; withBodies: Compilable<unknown> };
+
+/**
+ * An unfiltered page, or a date window: a range of the documents table's own page index (migration 0015,
+ * which keeps a row there for every element, its document emptied when stale). On PostgreSQL the same scan
+ * reads the documents, where a page's keys from the source table joined to them cost a lookup by id per
+ * element (0.53 against 0.22 ms for an invoices page of 100, pgbench). On SQLite the range gives the keys,
+ * from the index alone, and the documents follow as for any page.
+ */
+export function documentsInPageOrder(db: Kysely<Database>, views: Views, storeId: string, q: ListQuery): PageKeys {
+  // Both documents tables have the same columns; Kysely is told one name to type the other's query.
+  let keys = db.selectFrom(`${views} as d` as "invoice_views as d").select(["d.id", "d.created_at"]).where("d.store_id", "=", storeId);
+  for (const cond of windowConditions("d", q)) keys = keys.where(cond);
+  keys = keys.orderBy("d.created_at", "desc").orderBy("d.id", "desc").limit(pageFetch(q.limit));
+  return { inOrder: keys, withBodies: keys.select("d.body") };
+}
 
 /**
  * The statements a page is read with, built from its keys (see page-shapes.ts, which compiles them once per
@@ -103,6 +119,7 @@ export type PageKeys = KeysQuery | { ranges: KeysQuery[]; distinct: boolean };
  * documents, one round trip and one plan.
  */
 export function pageQuery(source: PageSource, keys: PageKeys, views: Views, limit: number): Compilable<unknown>[] {
+  if ("inOrder" in keys) return [source.dialect === "sqlite" ? keys.inOrder : keys.withBodies];
   if (source.dialect === "sqlite") return "ranges" in keys ? keys.ranges : [keys];
   const ordered = "ranges" in keys ? mergeOrderedRanges(source.kysely, keys.ranges, limit, keys.distinct) : keys;
   const joined = source.kysely
@@ -189,7 +206,8 @@ const SQLITE_DOCUMENTS: Record<Views, { joined: PreparedStatement; each: Prepare
 };
 
 function sqliteDocuments(views: Views) {
-  const from = `from json_each(?) as j cross join ${views} as v on v.id = j.value`;
+  // An emptied document (stale) is one not found: assembled (group_concat would skip it, its id not).
+  const from = `from json_each(?) as j cross join ${views} as v on v.id = j.value where v.body is not null`;
   return {
     joined: { name: `${views}_joined`, sql: `select cast(group_concat(v.body, ',') as blob) as bodies, group_concat(v.id, ',') as ids ${from}` },
     each: { name: `${views}_each`, sql: `select v.id, cast(v.body as blob) as body ${from} order by j.key` },

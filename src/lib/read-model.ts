@@ -1,8 +1,9 @@
 // The read model's writers: every customer and invoice stored as the JSON the list operations send
 // (tables customer_views, invoice_views, migration 0009). A write that changes what a customer or invoice
 // shows calls a refresh in its own transaction, last, so the document commits with the change. The
-// migration's triggers delete a document that a later write makes stale; the read path assembles missing
-// documents from the source tables, so forgetting a refresh costs speed, never correctness.
+// triggers (migration 0015) empty a document that a later write makes stale, and keep one row per customer
+// and invoice with its store and creation time, the page order; the read path assembles empty documents
+// from the source tables, so forgetting a refresh costs speed, never correctness.
 import { SqliteAdapter, sql, type Kysely, type Transaction } from "kysely";
 import { assembleCustomers, customerRows } from "../customers/customers.repository.ts";
 import type { Database } from "../db/schema.ts";
@@ -12,22 +13,22 @@ type Executor = Kysely<Database> | Transaction<Database>;
 
 const BATCH = 500;
 
-async function upsert(db: Executor, table: "customer_views" | "invoice_views", docs: { id: string; store_id: string; body: string }[]): Promise<void> {
+async function upsert(db: Executor, table: "customer_views" | "invoice_views", docs: { id: string; store_id: string; created_at: number; body: string }[]): Promise<void> {
   if (docs.length === 0) return;
   await db
     .insertInto(table)
     .values(docs)
-    .onConflict((oc) => oc.column("id").doUpdateSet({ store_id: sql`excluded.store_id`, body: sql`excluded.body` }))
+    .onConflict((oc) => oc.column("id").doUpdateSet({ store_id: sql`excluded.store_id`, created_at: sql`excluded.created_at`, body: sql`excluded.body` }))
     .execute();
 }
 
 /** Rebuilds the documents of these customers from the source tables. */
 export async function refreshCustomers(db: Executor, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  const rows = await db.selectFrom("customers").select(["id", "store_id"]).where("id", "in", ids).execute();
-  const storeOf = new Map(rows.map((r) => [r.id, r.store_id]));
+  const rows = await db.selectFrom("customers").select(["id", "store_id", "created_at"]).where("id", "in", ids).execute();
+  const rowOf = new Map(rows.map((r) => [r.id, r]));
   const views = await assembleCustomers(db, await customerRows(db, ids));
-  await upsert(db, "customer_views", views.map((v) => ({ id: v.id, store_id: storeOf.get(v.id)!, body: JSON.stringify(v) })));
+  await upsert(db, "customer_views", views.map((v) => ({ id: v.id, store_id: rowOf.get(v.id)!.store_id, created_at: rowOf.get(v.id)!.created_at, body: JSON.stringify(v) })));
 }
 
 /** Rebuilds the documents of these invoices from the source tables. */
@@ -35,8 +36,8 @@ export async function refreshInvoices(db: Executor, ids: string[]): Promise<void
   if (ids.length === 0) return;
   const rows = await db.selectFrom("invoices").selectAll().where("id", "in", ids).execute();
   const views = await assembleInvoices(db, rows);
-  const storeOf = new Map(rows.map((r) => [r.id, r.store_id]));
-  await upsert(db, "invoice_views", views.map((v) => ({ id: v.id, store_id: storeOf.get(v.id)!, body: JSON.stringify(v) })));
+  const rowOf = new Map(rows.map((r) => [r.id, r]));
+  await upsert(db, "invoice_views", views.map((v) => ({ id: v.id, store_id: rowOf.get(v.id)!.store_id, created_at: rowOf.get(v.id)!.created_at, body: JSON.stringify(v) })));
 }
 
 /**
@@ -68,33 +69,56 @@ async function lockCustomer(tx: Transaction<Database>, customerId: string): Prom
 
 /**
  * Builds every document of a store (or of every store) from the source tables, in batches of customers and
- * of invoices in id order: the migration's backfill and the end of a seed. About 1 ms per customer with
- * its five invoices.
+ * of invoices in id order: the end of a seed. About 1 ms per customer with its five invoices.
  */
 export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, onProgress?: (done: number) => void): Promise<void> {
+  await inBatches(db, (table, after) => {
+    const q = db.selectFrom(table).select("id").where("id", ">", after).orderBy("id").limit(BATCH);
+    return storeId === undefined ? q : q.where("store_id", "=", storeId);
+  }, onProgress);
+}
+
+/**
+ * Builds the documents that are empty: stale ones nobody refreshed, and every one after a migration that
+ * rebuilt the documents tables. Called by the migration that last shaped those tables (0015), with the
+ * code of today: a migration that changes them again moves the call.
+ */
+export async function fillEmptyDocuments(db: Kysely<Database>): Promise<void> {
+  await inBatches(db, (table, after) =>
+    db
+      .selectFrom(table === "customers" ? "customer_views" : "invoice_views")
+      .select("id")
+      .where("body", "is", null)
+      .where("id", ">", after)
+      .orderBy("id")
+      .limit(BATCH),
+  );
+}
+
+type BatchQuery = (table: "customers" | "invoices", after: string) => { execute(): Promise<{ id: string }[]> };
+
+async function inBatches(db: Kysely<Database>, batch: BatchQuery, onProgress?: (done: number) => void): Promise<void> {
   // The documents read every row once more, in id order (random on disk). With SQLite's default 16 MB page
   // cache a 1M-customer store re-read ~170 pages per invoice from the OS, ~1k documents/s; with a 4 GiB cache
   // a one-off rebuild of the same store made ~33k/s. 1 GiB here, as the seed's loader uses.
   // The setting belongs to the connection, which on SQLite is the only one: restored afterwards.
-  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return rebuildInBatches(db, storeId, onProgress);
+  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return refreshInBatches(db, batch, onProgress);
   const { rows } = await sql<{ cache_size: number }>`pragma cache_size`.execute(db);
   const saved = Number(rows[0]?.cache_size ?? -16000);
   await sql`pragma cache_size = -1048576`.execute(db);
   try {
-    await rebuildInBatches(db, storeId, onProgress);
+    await refreshInBatches(db, batch, onProgress);
   } finally {
     await sql.raw(`pragma cache_size = ${saved}`).execute(db);
   }
 }
 
-async function rebuildInBatches(db: Kysely<Database>, storeId: string | undefined, onProgress: ((done: number) => void) | undefined): Promise<void> {
+async function refreshInBatches(db: Kysely<Database>, batch: BatchQuery, onProgress: ((done: number) => void) | undefined): Promise<void> {
   let done = 0;
   for (const table of ["customers", "invoices"] as const) {
     let after = "";
     for (;;) {
-      let q = db.selectFrom(table).select("id").where("id", ">", after).orderBy("id").limit(BATCH);
-      if (storeId !== undefined) q = q.where("store_id", "=", storeId);
-      const ids = (await q.execute()).map((r) => r.id);
+      const ids = (await batch(table, after).execute()).map((r) => r.id);
       if (ids.length === 0) break;
       if (table === "customers") await refreshCustomers(db, ids);
       else await refreshInvoices(db, ids);
