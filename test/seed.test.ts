@@ -149,6 +149,19 @@ test("seeding builds the documents with a large SQLite page cache and gives the 
   });
 });
 
+test("SQLite: a seed lays its documents rows down in id order, the order it builds the documents in", async () => {
+  await withSeedServices("sqlite", async (services) => {
+    const result = await seedStore(services.db, { customers: 200, seed: 6, until: UNTIL });
+    for (const views of ["customer_views", "invoice_views"] as const) {
+      const rows = services.db.sqlite!.prepare(`select id, body is not null as built from ${views} where store_id = ? order by rowid`).all(result.storeId) as { id: string; built: number }[];
+      assert.ok(rows.length >= 200, `${views}: ${rows.length} rows`);
+      const ids = rows.map((r) => r.id);
+      assert.deepEqual(ids, [...ids].sort(), `${views}: physical order is id order`);
+      assert.ok(rows.every((r) => r.built === 1), `${views}: every document built`);
+    }
+  });
+});
+
 test("a second seed into the same store adds customers; the same seed twice is refused", async () => {
   await withSeedServices("sqlite", async (services) => {
     const first = await seedStore(services.db, { customers: 50, seed: 3, until: UNTIL });
