@@ -72,10 +72,21 @@ async function lockCustomer(tx: Transaction<Database>, customerId: string): Prom
  * of invoices in id order: the end of a seed. About 1 ms per customer with its five invoices.
  */
 export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, onProgress?: (done: number) => void): Promise<void> {
-  await inBatches(db, (table, after) => {
-    const q = db.selectFrom(table).select("id").where("id", ">", after).orderBy("id").limit(BATCH);
-    return storeId === undefined ? q : q.where("store_id", "=", storeId);
-  }, onProgress);
+  await inBatches(db, (table, after) => rebuildBatch(db, table, after, storeId), onProgress);
+}
+
+/**
+ * The next ids of a rebuild: the first `BATCH` after `after`, in id order, of one store or of all. A walk of
+ * the id index (`…_id_page`, which carries the store: covering, no sort). SQLite's planner preferred the
+ * store's page index for `store_id = ?` and sorted every row of the store for each batch of 500: 0.9 s a
+ * batch for a store of 5M invoices, quadratic over a rebuild (a 1M-customer seed's documents at ~600/s).
+ * `+store_id` is SQLite's way of keeping a column's indexes out of the plan; PostgreSQL walks the id index
+ * by itself (and has no unary plus for text). Exported for the test of its plan.
+ */
+export function rebuildBatch(db: Kysely<Database>, table: "customers" | "invoices", after: string, storeId?: string) {
+  const q = db.selectFrom(table).select("id").where("id", ">", after).orderBy("id").limit(BATCH);
+  if (storeId === undefined) return q;
+  return db.getExecutor().adapter instanceof SqliteAdapter ? q.where(sql<string>`+store_id`, "=", storeId) : q.where("store_id", "=", storeId);
 }
 
 /**
