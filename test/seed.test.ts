@@ -175,7 +175,7 @@ test("a rebuild walks each table's id index a batch at a time: SQLite sorts none
         }
         sqlite.exec("analyze sqlite_schema");
         const compiled = rebuildBatch(db, table, all[99]!, result.storeId).compile();
-        const plan = (services.db.sqlite!.prepare(`explain query plan ${compiled.sql}`).all(...compiled.parameters) as { detail: string }[]).map((r) => r.detail).join(" | ");
+        const plan = (sqlite.prepare(`explain query plan ${compiled.sql}`).all(...compiled.parameters) as { detail: string }[]).map((r) => r.detail).join(" | ");
         assert.doesNotMatch(plan, /TEMP B-TREE/, `${table}: ${plan}`);
         assert.match(plan, new RegExp(`USING COVERING INDEX ${table}_id_page \\(id>\\?\\)`), `${table}: ${plan}`);
       }
