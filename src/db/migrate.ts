@@ -18,6 +18,7 @@ import * as m0012 from "./migrations/0012_event_invoice.ts";
 import * as m0013 from "./migrations/0013_documents_uncompressed.ts";
 import * as m0014 from "./migrations/0014_api_key_changes.ts";
 import * as m0015 from "./migrations/0015_documents_in_page_order.ts";
+import * as m0016 from "./migrations/0016_documents_hash_ids.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -42,6 +43,7 @@ const migrations: Record<string, MigrationModule> = {
   "0013_documents_uncompressed": m0013,
   "0014_api_key_changes": m0014,
   "0015_documents_in_page_order": m0015,
+  "0016_documents_hash_ids": m0016,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
