@@ -5,13 +5,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { sql } from "kysely";
+import pg from "pg";
 import { buildApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { INVOICE_STATUSES } from "../src/invoices/invoices.schemas.ts";
 import { rebuildBatch } from "../src/lib/read-model.ts";
 import { seedStore, seedWithKey, type SeedOptions } from "../src/seed/seed.ts";
+import { postgresSink } from "../src/seed/seed.sinks.ts";
 import { createServices, type Services } from "../src/services.ts";
-import { type DialectName, freshDatabase, pgSkip } from "./helpers/harness.ts";
+import { type DialectName, freshDatabase, PG_ADMIN_URL, pgSkip } from "./helpers/harness.ts";
 
 const UNTIL = Date.parse("2025-06-01T00:00:00.000Z");
 const THREE_YEARS = 3 * 365 * 86_400_000;
@@ -267,6 +269,60 @@ test("PostgreSQL: a seed leaves its tables vacuumed, so the page-key scans are i
     for (const r of rows) {
       assert.ok(r.pages > 0, `${r.relname} has pages`);
       assert.equal(r.visible, r.pages, `${r.relname}: every page marked all-visible`);
+    }
+  });
+});
+
+test("PostgreSQL: a seed writes with the read model's triggers off where its role may, with them where it may not; the same rows and documents either way", { skip: pgSkip }, async () => {
+  const options = { customers: 120, seed: 23, until: UNTIL, batchSize: 50 };
+  /** The store's rows and its documents, every one built. */
+  const seededWithDocuments = (services: Services) =>
+    seedStore(services.db, options).then(async (result) => {
+      const documents: Record<string, Row[]> = {};
+      for (const views of ["customer_views", "invoice_views"] as const) {
+        documents[views] = (await services.db.kysely.selectFrom(views).select(["id", "store_id", "created_at", "body"]).where("store_id", "=", result.storeId).orderBy("id").execute()) as Row[];
+        assert.ok(documents[views].length > 0 && documents[views].every((d) => d.body !== null), `${views}: every document built`);
+      }
+      return { dump: await dumpStore(services, result.storeId), documents };
+    });
+  const asSuperuser = await withSeedServices("postgres", seededWithDocuments);
+
+  // A role that owns its schema's tables but may not set session_replication_role: the triggers stay on.
+  const role = `sf_seed_${randomBytes(6).toString("hex")}`;
+  const database = await freshDatabase("postgres");
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  const schema = new URL(database.url).searchParams.get("options")!.split("=")[1]!;
+  await admin.query(`create role ${role} login; grant usage, create on schema ${schema} to ${role}`);
+  try {
+    const url = new URL(database.url);
+    url.username = role;
+    const services = await createServices(loadConfig({ DATABASE_URL: url.toString(), LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") }));
+    try {
+      await assert.rejects(sql`set session_replication_role = replica`.execute(services.db.kysely), /permission denied/, "this role may not turn triggers off");
+      const withTriggers = await seededWithDocuments(services);
+      assert.deepStrictEqual(withTriggers.dump, asSuperuser.dump);
+      assert.deepStrictEqual(withTriggers.documents, asSuperuser.documents);
+    } finally {
+      await services.close();
+    }
+  } finally {
+    await database.drop();
+    await admin.query(`drop owned by ${role}; drop role ${role}`);
+    await admin.end();
+  }
+});
+
+test("PostgreSQL: a seed's batch commits its customers' and invoices' documents rows with them, empty until built, so a seed stopped midway leaves no element out of a page", { skip: pgSkip }, async () => {
+  await withSeedServices("postgres", async (services) => {
+    const { storeId } = await seedStore(services.db, { customers: 0, seed: 31, until: UNTIL });
+    const sink = postgresSink(services.db.pgPool!);
+    sink.row("customers", ["cus_midway", storeId, "midway@example.com", 1_700_000_000_000]);
+    sink.row("invoices", ["inv_midway", storeId, "cus_midway", 100, "stripe", "card", "ses_midway", 0, "pending", null, null, 1_700_000_100_000, 1_700_000_100_000]);
+    await sink.flush(); // committed; the documents are built only once the whole load is done
+    for (const [views, id, createdAt] of [["customer_views", "cus_midway", 1_700_000_000_000], ["invoice_views", "inv_midway", 1_700_000_100_000]] as const) {
+      const row = await services.db.kysely.selectFrom(views).select(["store_id", "created_at", "body"]).where("id", "=", id).executeTakeFirst();
+      assert.deepStrictEqual(row && { ...row, created_at: Number(row.created_at) }, { store_id: storeId, created_at: createdAt, body: null }, `${views}: the row of ${id}, empty`);
     }
   });
 });
