@@ -7,7 +7,7 @@ import type { Database } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "../lib/paging.ts";
 import { toCustomerInvoice } from "../invoices/invoices.repository.ts";
 import type { Customer } from "./customers.schemas.ts";
 
@@ -163,7 +163,8 @@ export function createCustomersRepository(source: PageSource): CustomersReposito
     let few = db
       .selectFrom("customers as p")
       .select(["p.id", "p.created_at"])
-      .where("p.store_id", "=", storeId)
+      // Found by their ids, never by a walk of the store, with or without statistics (storeCondition).
+      .where(storeCondition(dialect, "p.store_id", storeId))
       .where("p.id", "in", (eb) =>
         eb
           .selectFrom("customers as c1")

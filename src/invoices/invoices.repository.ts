@@ -7,7 +7,7 @@ import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "../lib/page-shapes.ts";
-import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, windowConditions } from "../lib/paging.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "../lib/paging.ts";
 import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -109,7 +109,8 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
     let few = db
       .selectFrom("invoices as p")
       .select(["p.id", "p.created_at"])
-      .where("p.store_id", "=", storeId)
+      // Found by their ids, never by a walk of the store, with or without statistics (storeCondition).
+      .where(storeCondition(source.dialect, "p.store_id", storeId))
       // Each branch is one index lookup; the union is a small candidate set.
       .where("p.id", "in", (eb) =>
         eb
