@@ -7,6 +7,7 @@
 import { SqliteAdapter, sql, type Kysely, type Transaction } from "kysely";
 import { assembleCustomers, customerRows } from "../customers/customers.repository.ts";
 import type { Database } from "../db/schema.ts";
+import { storeCondition } from "./paging.ts";
 import { assembleInvoices } from "../invoices/invoices.repository.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -86,7 +87,7 @@ export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, o
 export function rebuildBatch(db: Kysely<Database>, table: "customers" | "invoices", after: string, storeId?: string) {
   const q = db.selectFrom(table).select("id").where("id", ">", after).orderBy("id").limit(BATCH);
   if (storeId === undefined) return q;
-  return db.getExecutor().adapter instanceof SqliteAdapter ? q.where(sql<string>`+store_id`, "=", storeId) : q.where("store_id", "=", storeId);
+  return q.where(storeCondition(db.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres", "store_id", storeId));
 }
 
 /**
