@@ -23,7 +23,7 @@ import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
 import { EventSchema } from "./events/events.schemas.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
-import { webhookRoutes } from "./plugins/webhook.routes.ts";
+import { webhookRoutes } from "./payments/webhook.routes.ts";
 import type { Services } from "./services.ts";
 import { currentVersion } from "./versioning/registry.ts";
 import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";

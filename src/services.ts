@@ -15,13 +15,13 @@ import { createInvoicesService, type InvoicesService } from "./invoices/invoices
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
 import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
-import { createDeliveriesRepository, type DeliveriesRepository } from "./plugins/deliveries.repository.ts";
+import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
 import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
-import { createWebhookService, type WebhookService } from "./plugins/webhook.service.ts";
+import { createWebhookService, type WebhookService } from "./payments/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createKeyCache } from "./stores/key-cache.ts";
 import { type AuthenticatedKey, createStoresService, type StoresService } from "./stores/stores.service.ts";

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
-import { createWebhookService } from "../../src/plugins/webhook.service.ts";
+import { createWebhookService } from "../../src/payments/webhook.service.ts";
 import { createServices } from "../../src/services.ts";
 import { benchDatabase } from "../lib/bench-database.ts";
 import { seedPendingInvoices } from "../lib/pending-invoices.ts";

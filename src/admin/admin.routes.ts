@@ -8,7 +8,7 @@ import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
 import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
-import { deliveriesRoutes } from "../plugins/deliveries.routes.ts";
+import { deliveriesRoutes } from "../payments/deliveries.routes.ts";
 import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 

@@ -1,9 +1,9 @@
 // `storefront deliveries list|tail`: the delivery log searched by outcome, plugin, invoice and time, and
 // followed as new deliveries arrive (polling the database), with the same filters as the admin API.
 import { InvalidArgumentError, type Command } from "commander";
-import { followDeliveries } from "../plugins/deliveries.follow.ts";
-import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
-import type { DeliverySummary } from "../plugins/deliveries.repository.ts";
+import { followDeliveries } from "../payments/deliveries.follow.ts";
+import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
+import type { DeliverySummary } from "../payments/deliveries.repository.ts";
 import { encodeCursor } from "../lib/list-query.ts";
 import { emit, printTable, withServices } from "./context.ts";
 

@@ -2,7 +2,7 @@
 // real sandbox, with no database and no server; prints a pass/fail table, exits 1 on any failure.
 import type { Command } from "commander";
 import type { TestRun } from "../plugins/plugin-test-runner.ts";
-import { roundMs } from "../plugins/plugin-views.ts";
+import { roundMs } from "../payments/payment-views.ts";
 import { readInput } from "./context.ts";
 
 /** Where the command writes and how it fails; the process by default (tests substitute it). */

@@ -3,7 +3,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { AppError } from "../errors.ts";
 import { listCatalog } from "../plugins/catalog.ts";
-import { replayView, simulationView } from "../plugins/plugin-views.ts";
+import { replayView, simulationView } from "../payments/payment-views.ts";
 import { CliError, emit, emitList, type JsonOption, printJson, readInput, withServices } from "./context.ts";
 
 const collect = (value: string, previous: string[]) => [...previous, value];

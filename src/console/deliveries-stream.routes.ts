@@ -4,8 +4,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { errorResponses } from "../lib/schemas.ts";
-import { parseDeliveryFilters } from "../plugins/deliveries.filters.ts";
-import { DeliveryListQuerySchema } from "../plugins/deliveries.routes.ts";
+import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
+import { DeliveryListQuerySchema } from "../payments/deliveries.routes.ts";
 import type { Services } from "../services.ts";
 import { SESSION_COOKIE, canSeeStore, readCookie, requireConsoleSession } from "./console.auth.ts";
 import { createDeliveryStreams, type StreamOptions } from "./deliveries.stream.ts";

@@ -1,12 +1,12 @@
 // The console's live view of a store's delivery log: Server-Sent Events fed by the same database poller as
-// `storefront deliveries tail` (plugins/deliveries.follow.ts), so it works the same whichever process
+// `storefront deliveries tail` (payments/deliveries.follow.ts), so it works the same whichever process
 // received the webhook. One `delivery` event per new delivery (its summary, as the list shows it), a
 // comment every 15 s so proxies and the browser keep the connection, and the poller stops when the client
 // goes or the server closes.
 import { PassThrough, type Readable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
-import { followDeliveries } from "../plugins/deliveries.follow.ts";
-import type { DeliveryFilters } from "../plugins/deliveries.repository.ts";
+import { followDeliveries } from "../payments/deliveries.follow.ts";
+import type { DeliveryFilters } from "../payments/deliveries.repository.ts";
 import type { Services } from "../services.ts";
 
 export const HEARTBEAT_MS = 15_000;

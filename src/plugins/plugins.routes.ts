@@ -6,7 +6,7 @@ import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
 import { MAX_SOURCE_BYTES } from "./plugins.service.ts";
-import { replayView, simulationView } from "./plugin-views.ts";
+import { replayView, simulationView } from "../payments/payment-views.ts";
 
 /** Versions are PostgreSQL integers. */
 const MAX_VERSION = 2_147_483_647;

@@ -15,7 +15,7 @@ import { applyPluginAction, type TransitionResult } from "../invoices/invoice-tr
 import type { InvoicesRepository } from "../invoices/invoices.repository.ts";
 import type { FetchRecord, LogLine, PluginResult, RunOutcome, Sandbox } from "../sandbox/index.ts";
 import type { DeliveriesRepository, DeliveryOutcome, DeliveryRecord } from "./deliveries.repository.ts";
-import type { PluginsService, RunnablePlugin } from "./plugins.service.ts";
+import type { PluginsService, RunnablePlugin } from "../plugins/plugins.service.ts";
 
 export interface WebhookInput {
   storeId: string;
