@@ -14,16 +14,20 @@ import { createInvoicesRepository, type InvoicesRepository } from "./invoices/in
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
-import { createMetrics, instrumentSandbox, type Metrics } from "./ops/metrics.ts";
+import { createMetrics, instrumentSandbox, type Metrics, observeReadModel } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
-import { createPluginsService, type PluginsService } from "./plugins/plugins.service.ts";
+import { createPluginsService, type PluginsService, type RunnablePlugin } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
 import { createWebhookService, type WebhookService } from "./payments/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
-import { createKeyCache } from "./stores/key-cache.ts";
+import { createKeyCache, KEY_CHANGES_CHANNEL, PLUGIN_CHANGES_CHANNEL } from "./stores/key-cache.ts";
+import { createChangeWatch } from "./db/change-watch.ts";
+import { createDurableCommitter, type DurableCommitter } from "./db/durable.ts";
+import { createProjector, type Projector } from "./readmodel/projector.ts";
+import { createSequencer, type Sequencer } from "./events/events.sequencer.ts";
 import { type AuthenticatedKey, createStoresService, type StoresService } from "./stores/stores.service.ts";
 import { createConsoleService, type ConsoleService } from "./console/console.service.ts";
 
@@ -48,6 +52,14 @@ export interface Services {
   events: EventsService;
   /** Sends queued events to endpoints; `serve` starts it, tests drive it with runDue(). */
   dispatcher: Dispatcher;
+  /** Payments (and the merchant's cancel and refund) commit through it: durable before they are answered. */
+  committer: DurableCommitter;
+  /** Rebuilds the read model's stale documents after the writes commit; `serve` runs it, tests drain it. */
+  projector: Projector;
+  /** Numbers committed events for the feed; `serve` runs it, and every feed read catches its store up. */
+  sequencer: Sequencer;
+  /** Called after a payment (or an ignored delivery's log lines) committed: `serve` kicks its loops. */
+  onCommitted(listener: () => void): () => void;
   /** Read API pages, built on reader threads (READ_THREADS). */
   reads: ReadsService;
   /** Payment webhooks in flight hold finished read pages back (src/lib/priority-gate.ts). */
@@ -73,9 +85,14 @@ export interface ServiceOptions {
   warmSandbox?: boolean;
   /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
   checkSecretsKey?: boolean;
+  /** Sees the text of every statement the services send through Kysely (tests count a payment's). */
+  onQuery?: (sql: string) => void;
   /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
   dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
 }
+
+/** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
+const DISPATCH_POOL_SIZE = 2;
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
 function lazySandbox(limits: Config["plugin"]): Sandbox {
@@ -91,7 +108,7 @@ function lazySandbox(limits: Config["plugin"]): Sandbox {
 }
 
 export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
-  const db = openDatabase(config.database);
+  const db = openDatabase(config.database, options.onQuery ? { onQuery: options.onQuery } : {});
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db);
@@ -106,10 +123,22 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       throw err;
     }
   }
-  const plugins = createPluginsService(db.kysely, box, sandbox, now);
+  const changes = createChangeWatch(db, config.database.kind === "postgres" ? config.database.url : null);
+  const rememberedPlugins = createKeyCache<RunnablePlugin>(changes, PLUGIN_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
+  const plugins = createPluginsService(db.kysely, box, sandbox, now, rememberedPlugins);
   const deliveries = createDeliveriesRepository(db.kysely);
+  const committer = createDurableCommitter(db.kysely, config.database);
+  const projector = createProjector(db.kysely);
+  observeReadModel(metrics, () => projector.backlog());
+  const sequencer = createSequencer(db.kysely, db.dialect);
+  const committedListeners = new Set<() => void>();
+  const committed = () => {
+    for (const listener of committedListeners) listener();
+  };
   const webhooks = createWebhookService({
     db: db.kysely,
+    committer,
+    onCommitted: committed,
     plugins,
     invoices: invoicesRepo,
     deliveries,
@@ -126,12 +155,15 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     endpoints: createEndpointsRepository(db.kysely),
     box,
     policy: sender.policy,
+    sequencer,
     retentionDays: config.events.retentionDays,
     now,
   });
   const { timeoutMs: _timeout, signingNow, ...dispatchOptions } = options.dispatch ?? {};
+  // PostgreSQL: the dispatcher's own small pool, so sending events never takes a connection a payment waits for.
+  const dispatchDb = db.dialect === "postgres" ? openDatabase(config.database, { poolSize: DISPATCH_POOL_SIZE }) : null;
   const dispatcher = createDispatcher({
-    db: db.kysely,
+    db: (dispatchDb ?? db).kysely,
     dialect: db.dialect,
     box,
     sender,
@@ -146,7 +178,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
   const customersRepo = createCustomersRepository(db);
-  const keyCache = createKeyCache<AuthenticatedKey>(db, config.database.kind === "postgres" ? config.database.url : null, now, config.apiKeyCacheSeconds * 1000);
+  const keyCache = createKeyCache<AuthenticatedKey>(changes, KEY_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);
   const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
   const reads = createReadsService({
@@ -162,12 +194,19 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     stores,
     customers: { ...customersRepo, ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },
-    invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
+    invoiceLifecycle: createInvoiceLifecycleService({ db: db.kysely, dialect: db.dialect, invoices: invoicesRepo, committer, paymentWindowMinutes: config.invoicePaymentWindowMinutes, now }),
     plugins,
     deliveries,
     webhooks,
     events,
     dispatcher,
+    committer,
+    projector,
+    sequencer,
+    onCommitted(listener) {
+      committedListeners.add(listener);
+      return () => committedListeners.delete(listener);
+    },
     reads,
     paymentsFirst,
     sandbox,
@@ -190,7 +229,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       await sender.close();
       await reads.close();
       await sandbox.close();
-      await keyCache.close();
+      await changes.close();
+      await dispatchDb?.close();
       await db.close();
     },
   };

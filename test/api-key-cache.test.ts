@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import SQLite from "better-sqlite3";
 import pg from "pg";
-import { LISTENER_NAME, createKeyCache } from "../src/stores/key-cache.ts";
+import { KEY_CHANGES_CHANNEL, LISTENER_NAME, createKeyCache } from "../src/stores/key-cache.ts";
+import { createChangeWatch } from "../src/db/change-watch.ts";
 import { DIALECTS, PG_ADMIN_URL, createHarness, expectStatus, pgSkip, type Harness } from "./helpers/harness.ts";
 
 /** Runs SQL on the harness's database through a connection of its own, as another process would. */
@@ -94,7 +95,7 @@ for (const dialect of DIALECTS) {
 test("a lookup that ran while keys changed is not remembered", () => {
   const handle = new SQLite(":memory:");
   try {
-    const cache = createKeyCache<string>({ sqlite: handle }, null);
+    const cache = createKeyCache<string>(createChangeWatch({ sqlite: handle }, null), KEY_CHANGES_CHANNEL);
     const remember = cache.begin();
     cache.clear(); // a revocation committed while the lookup ran
     remember("h1", "stale");
@@ -146,10 +147,10 @@ test("API_KEY_CACHE_SECONDS=0: nothing is remembered; otherwise a key is remembe
   const handle = new SQLite(":memory:");
   try {
     let now = 1_000;
-    const off = createKeyCache<string>({ sqlite: handle }, null, () => now, 0);
+    const off = createKeyCache<string>(createChangeWatch({ sqlite: handle }, null), KEY_CHANGES_CHANNEL, () => now, 0);
     off.begin()("h1", "key");
     assert.equal(off.get("h1"), undefined);
-    const on = createKeyCache<string>({ sqlite: handle }, null, () => now, 60_000);
+    const on = createKeyCache<string>(createChangeWatch({ sqlite: handle }, null), KEY_CHANGES_CHANNEL, () => now, 60_000);
     on.begin()("h1", "key");
     now += 59_999;
     assert.equal(on.get("h1"), "key");

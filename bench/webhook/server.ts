@@ -39,6 +39,7 @@ const services = await createServices(config, { warmSandbox: args.mode === "lua"
 if (args.mode === "ts") {
   services.webhooks = createWebhookService({
     db: services.db.kysely,
+    committer: services.committer,
     plugins: services.plugins,
     invoices: services.invoices,
     deliveries: services.deliveries,

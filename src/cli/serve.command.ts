@@ -3,9 +3,11 @@ import type { Command } from "commander";
 import type { Config } from "../config.ts";
 import { CliError, cliConfig, openServices } from "./context.ts";
 import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
+import { startFollowers } from "../ops/followers.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
 const EXPIRY_INTERVAL_MS = 30_000;
+
 
 export function registerServeCommand(program: Command): void {
   program
@@ -33,6 +35,7 @@ export function registerServeCommand(program: Command): void {
       const pruneTimer = setInterval(prune, 3_600_000);
       pruneTimer.unref();
       let expiry: BackgroundLoop | null = null;
+      let followers: BackgroundLoop[] = [];
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -44,6 +47,7 @@ export function registerServeCommand(program: Command): void {
         app
           .close()
           .then(() => expiry?.stop())
+          .then(() => Promise.all(followers.map((f) => f.stop())))
           .then(() => services.dispatcher.stop())
           .then(() => services.close())
           .then(() => process.exit(0))
@@ -75,6 +79,11 @@ export function registerServeCommand(program: Command): void {
         },
         app.log,
       );
+      // What follows a commit: the read model's documents and the events' numbers (kicked by this process's
+      // payments, and looking for other processes' work every FOLLOW_INTERVAL_MS).
+      if (!stopping) {
+        followers = startFollowers(services, app.log);
+      }
       // Outbound webhooks: this process claims its share of the queued events.
       services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
@@ -90,3 +99,4 @@ function listenProblem(err: unknown, config: Readonly<Config>): CliError | null 
   if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return new CliError(`HOST ${config.host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 or one of its addresses`);
   return null;
 }
+

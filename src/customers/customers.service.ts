@@ -3,7 +3,6 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
-import { refreshCustomerReadModel } from "../lib/read-model.ts";
 import type { CreateCustomerBody } from "./customers.schemas.ts";
 
 export interface CreatedCustomer {
@@ -32,7 +31,6 @@ export function createCustomersService(db: Kysely<Database>, now: () => number =
             .values({ customer_id: id, store_id: storeId, discord_id: input.discordId, email: input.discordEmail ?? input.email })
             .execute();
         }
-        await refreshCustomerReadModel(tx, id);
       });
       return {
         id,

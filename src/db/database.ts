@@ -3,7 +3,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { Kysely, type LogEvent, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { parseIntoClientConfig } from "pg-connection-string";
 import postgres from "postgres";
@@ -150,6 +150,8 @@ export interface OpenOptions {
    * generic plan is the same index walk (bench/README.md has the per-case comparison).
    */
   genericPlans?: boolean;
+  /** Called with the text of every statement sent through Kysely, BEGIN and COMMIT included (tests count them). */
+  onQuery?: (sql: string) => void;
 }
 
 /** The URL with `-c setting=value` added to the connection's startup options (kept with any already there). */
@@ -158,6 +160,11 @@ function withStartupOption(url: string, option: string): string {
   const options = parsed.searchParams.get("options");
   parsed.searchParams.set("options", options === null ? option : `${options} ${option}`);
   return parsed.toString();
+}
+
+function queryLog(options: OpenOptions): { log?: (event: LogEvent) => void } {
+  const onQuery = options.onQuery;
+  return onQuery === undefined ? {} : { log: (event) => onQuery(event.query.sql) };
 }
 
 export function openDatabase(database: Config["database"], options: OpenOptions = {}): Db {
@@ -171,7 +178,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
     pool.on("connect", (client) => {
       client.on("error", () => {});
     });
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...queryLog(options) });
     const bytes = options.bytes ? postgresJsPrepared(database.url, options.genericPlans ?? false) : null;
     return {
       kysely,
@@ -199,7 +206,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
   handle.pragma("synchronous = NORMAL");
   handle.pragma("foreign_keys = ON");
   handle.pragma("busy_timeout = 5000");
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), ...queryLog(options) });
   return {
     kysely,
     dialect: "sqlite",

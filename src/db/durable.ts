@@ -1,25 +1,159 @@
-// Transactions whose commit must survive an OS crash or power loss before the caller answers: a webhook
+// Transactions whose commit must survive an OS crash or power loss before the caller answers: a payment
 // that changed an invoice tells the provider to stop retrying. Everything else keeps the cheaper default.
-// SQLite (WAL, synchronous=NORMAL) syncs the WAL only at checkpoints; these commits run with
-// synchronous=FULL, which syncs the WAL on commit. PostgreSQL commits durably unless the server is set
-// otherwise; these transactions insist on synchronous_commit=on whatever the server's default.
-import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
+//
+// SQLite (WAL, synchronous = NORMAL): a commit writes its frames to the write-ahead log and returns; the
+// log is synced only at checkpoints. Here the log file is synced (fdatasync, off the main thread) after
+// the commit, before the callers hear of it: the same frames on disk that synchronous = FULL would sync,
+// without holding the event loop for the sync and without a PRAGMA on every payment. And payments that
+// arrive together share a commit: the queued works run one after the other in one transaction, each in a
+// savepoint of its own (a work that fails is rolled back alone), then one commit and one sync answer them
+// all. While one group syncs, the next one runs.
+//
+// PostgreSQL: a commit is durable unless the server says otherwise (synchronous_commit); read once, and
+// only when it is off do these transactions ask for it (SET LOCAL). Concurrent commits already share the
+// server's WAL flushes.
+import { type FileHandle, open } from "node:fs/promises";
+import { statSync } from "node:fs";
+import path from "node:path";
+import { type Kysely, type Transaction, sql } from "kysely";
 import type { Database } from "./schema.ts";
 
-export async function durableTransaction<T>(db: Kysely<Database>, work: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
-  if (db.getExecutor().adapter instanceof SqliteAdapter) {
-    // The pragma is per connection: hold the one connection for the pragma, the transaction and the reset.
-    return db.connection().execute(async (conn) => {
-      await sql`pragma synchronous = FULL`.execute(conn);
+export type Work<T> = (tx: Transaction<Database>) => Promise<T>;
+
+export interface DurableCommitter {
+  /** Runs `work` in a transaction whose commit is on disk when the promise resolves. */
+  run<T>(work: Work<T>): Promise<T>;
+}
+
+/** Works per shared SQLite commit at most: a group holds the one writer while it runs. */
+const MAX_GROUP = 64;
+
+export function createDurableCommitter(db: Kysely<Database>, database: { kind: "sqlite"; file: string } | { kind: "postgres" }): DurableCommitter {
+  return database.kind === "sqlite" ? sqliteCommitter(db, database.file) : postgresCommitter(db);
+}
+
+function postgresCommitter(db: Kysely<Database>): DurableCommitter {
+  let durableByDefault: Promise<boolean> | null = null;
+  return {
+    async run(work) {
+      durableByDefault ??= sql<{ synchronous_commit: string }>`show synchronous_commit`
+        .execute(db)
+        .then((r) => r.rows[0]?.synchronous_commit !== "off")
+        .catch((err: unknown) => {
+          durableByDefault = null;
+          throw err;
+        });
+      const durable = await durableByDefault;
+      return db.transaction().execute(async (tx) => {
+        if (!durable) await sql`set local synchronous_commit = on`.execute(tx);
+        return work(tx);
+      });
+    },
+  };
+}
+
+interface Queued {
+  work: Work<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+function sqliteCommitter(db: Kysely<Database>, file: string): DurableCommitter {
+  const queue: Queued[] = [];
+  let active = false;
+  const wal = file === ":memory:" ? null : walFile(`${file}-wal`);
+
+  /** Runs a group in one transaction; each work's own outcome, or the group's failure for all. */
+  async function commitGroup(group: Queued[]): Promise<({ ok: true; value: unknown } | { ok: false; err: unknown })[]> {
+    if (group.length === 1) {
       try {
-        return await conn.transaction().execute(work);
-      } finally {
-        await sql`pragma synchronous = NORMAL`.execute(conn);
+        return [{ ok: true, value: await db.transaction().execute(group[0]!.work) }];
+      } catch (err) {
+        return [{ ok: false, err }];
       }
+    }
+    return db.transaction().execute(async (tx) => {
+      const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+      for (const item of group) {
+        await sql`savepoint payment`.execute(tx);
+        try {
+          outcomes.push({ ok: true, value: await item.work(tx) });
+        } catch (err) {
+          await sql`rollback to payment`.execute(tx);
+          outcomes.push({ ok: false, err });
+        }
+        await sql`release payment`.execute(tx);
+      }
+      return outcomes;
     });
   }
-  return db.transaction().execute(async (tx) => {
-    await sql`set local synchronous_commit = on`.execute(tx);
-    return work(tx);
-  });
+
+  async function drain(): Promise<void> {
+    while (queue.length > 0) {
+      const group = queue.splice(0, MAX_GROUP);
+      let outcomes: Awaited<ReturnType<typeof commitGroup>>;
+      try {
+        outcomes = await commitGroup(group);
+      } catch (err) {
+        for (const item of group) item.reject(err);
+        continue;
+      }
+      // Answered once the log is on disk; the next group runs meanwhile.
+      const synced = wal === null ? Promise.resolve() : wal.sync();
+      synced.then(
+        () => group.forEach((item, i) => (outcomes[i]!.ok ? item.resolve((outcomes[i] as { value: unknown }).value) : item.reject((outcomes[i] as { err: unknown }).err))),
+        (err: unknown) => group.forEach((item) => item.reject(err)),
+      );
+    }
+    active = false;
+  }
+
+  return {
+    run<T>(work: Work<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ work: work as Work<unknown>, resolve: resolve as (v: unknown) => void, reject });
+        if (active) return; // the running drain takes it next
+        active = true;
+        // After this turn's I/O callbacks: every payment whose run finished in this turn joins the group.
+        setImmediate(() => void drain());
+      });
+    },
+  };
+}
+
+/**
+ * The write-ahead log, synced on demand. Kept open; reopened when the file at the path is not the one held
+ * (the log is deleted when the last connection closes, and made again), and then its directory is synced
+ * once too, as SQLite does for a file it creates.
+ */
+function walFile(walPath: string): { sync(): Promise<void> } {
+  let handle: FileHandle | null = null;
+  let inode = -1;
+  let opening: Promise<FileHandle> | null = null;
+  async function current(): Promise<FileHandle> {
+    const ino = statSync(walPath).ino;
+    if (handle !== null && ino === inode) return handle;
+    opening ??= (async () => {
+      const old = handle;
+      const next = await open(walPath, "r");
+      inode = (await next.stat()).ino;
+      const dir = await open(path.dirname(walPath), "r");
+      try {
+        await dir.sync();
+      } finally {
+        await dir.close();
+      }
+      handle = next;
+      await old?.close();
+      return next;
+    })().finally(() => {
+      opening = null;
+    });
+    return opening;
+  }
+  return {
+    async sync() {
+      await (await current()).datasync();
+    },
+  };
 }

@@ -174,10 +174,12 @@ export interface EventSequencesTable {
 }
 
 export interface EventsTable {
+  /** The order events were written in (migration 0017): the sequencer numbers them by it. */
+  pos: Generated<number>;
   id: string;
   store_id: string;
-  /** Per store, gap-free, in commit order. */
-  seq: number;
+  /** Per store, gap-free, given after commit by the sequencer (null until then); the feed's order. */
+  seq: number | null;
   type: string;
   /** The event's `data`, JSON text. */
   data: string;
@@ -244,6 +246,13 @@ export interface ViewsTable {
   body: string | null;
 }
 
+/** A document made stale by a write (migration 0017): its owner's id; rebuilt and deleted by the projector. */
+export interface StaleDocumentsTable {
+  pos: Generated<number>;
+  doc_id: string;
+  created_at: number;
+}
+
 export interface ConsoleUsersTable {
   id: string;
   email: string;
@@ -284,6 +293,8 @@ export interface Database {
   event_attempts: EventAttemptsTable;
   customer_views: ViewsTable;
   invoice_views: ViewsTable;
+  stale_customer_views: StaleDocumentsTable;
+  stale_invoice_views: StaleDocumentsTable;
   console_users: ConsoleUsersTable;
   console_sessions: ConsoleSessionsTable;
 }

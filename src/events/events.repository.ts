@@ -2,11 +2,12 @@
 // describes, so the change and its event commit together or not at all; it also queues one delivery
 // per subscribed endpoint in that transaction, so a committed event can never miss its webhooks.
 //
-// Order: each store has a counter row whose increment is the transaction's last lock. A second writer
-// of the same store waits on that row until the first commits, so a store's sequence numbers commit in
-// increasing order without gaps, and a feed reader who has seen number N can never later find a
-// smaller one committing behind it (docs/decisions/0004-event-feed-order.md).
-import { sql, type Kysely, type Transaction } from "kysely";
+// Order: an event is written without its number (`seq` null). After it commits, the sequencer
+// (events.sequencer.ts) gives the store's committed events their numbers, in a short transaction of
+// its own that holds the store's counter row; the feed reads numbered events only. So a reader who has
+// seen number N can never later find a smaller one behind it, and no payment holds a per-store lock
+// across its commit (docs/decisions/0004-event-feed-order.md).
+import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import type { EventData, EventType, StoredEvent } from "./events.types.ts";
@@ -28,17 +29,20 @@ export function onDeliveriesQueued(listener: (endpointIds: readonly string[]) =>
   return () => appendListeners.delete(listener);
 }
 
-/** Queues the event's delivery to every enabled endpoint of the store that wants its type. */
+function queued(endpointIds: readonly string[]): void {
+  if (endpointIds.length > 0) for (const listener of appendListeners) listener(endpointIds);
+}
+
+/** A manual resend: to one endpoint (whatever types it wants), or to every subscribed one. */
 export async function queueDeliveries(
   tx: Executor,
   event: { id: string; storeId: string; type: string },
   at: number,
-  /** A manual resend: to one endpoint (whatever types it wants), or to every subscribed one. */
-  manual?: { endpointId?: string; anyType?: boolean },
+  manual: { endpointId?: string; anyType?: boolean },
 ): Promise<{ id: string; endpointId: string }[]> {
   let q = tx.selectFrom("event_endpoints").select(["id", "types"]).where("store_id", "=", event.storeId).where("enabled", "=", 1);
-  if (manual?.endpointId !== undefined) q = q.where("id", "=", manual.endpointId);
-  const endpoints = (await q.execute()).filter((e) => manual?.anyType === true || e.types === "" || e.types.split(" ").includes(event.type));
+  if (manual.endpointId !== undefined) q = q.where("id", "=", manual.endpointId);
+  const endpoints = (await q.execute()).filter((e) => manual.anyType === true || e.types === "" || e.types.split(" ").includes(event.type));
   if (endpoints.length === 0) return [];
   const rows = endpoints.map((e) => ({
     id: newId("edl"),
@@ -49,41 +53,76 @@ export async function queueDeliveries(
     attempts: 0,
     next_attempt_at: at,
     claim_token: null,
-    manual: manual === undefined ? 0 : 1,
+    manual: 1,
     created_at: at,
     updated_at: at,
   }));
   await tx.insertInto("event_deliveries").values(rows).execute();
-  for (const listener of appendListeners) listener(rows.map((r) => r.endpoint_id));
+  queued(rows.map((r) => r.endpoint_id));
   return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
 }
 
 /**
- * Writes an event in the caller's transaction (pass the transaction, never the plain database) and queues
- * its webhooks. Call it as late as possible in the transaction: it takes the store's counter lock.
+ * A new event's deliveries, one per enabled endpoint of the store that wants its type, in one statement
+ * (the endpoints are not read first). Their ids are made by the database: `edl_` and 20 hexadecimal
+ * characters, random (hexadecimal digits are in the base32 alphabet of the other ids).
  */
-export async function appendEvent(tx: Transaction<Database>, event: NewEvent): Promise<{ id: string; seq: number }> {
+async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: string; type: EventType }, at: number): Promise<string[]> {
+  const randomId = tx.getExecutor().adapter instanceof SqliteAdapter
+    ? sql<string>`'edl_' || lower(hex(randomblob(10)))`
+    : sql<string>`'edl_' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20)`;
+  // Parameters in a select list are typed by casts (PostgreSQL would take them for text).
+  const text = (v: string) => sql<string>`cast(${v} as text)`;
+  const int = (v: number) => sql<number>`cast(${v} as bigint)`;
+  const rows = await tx
+    .insertInto("event_deliveries")
+    .columns(["id", "store_id", "event_id", "endpoint_id", "status", "attempts", "next_attempt_at", "claim_token", "manual", "created_at", "updated_at"])
+    .expression((eb) =>
+      eb
+        .selectFrom("event_endpoints as e")
+        .select([
+          randomId.as("id"),
+          "e.store_id",
+          text(event.id).as("event_id"),
+          "e.id as endpoint_id",
+          sql.lit("pending").as("status"),
+          sql.lit(0).as("attempts"),
+          int(at).as("next_attempt_at"),
+          sql<string | null>`null`.as("claim_token"),
+          sql.lit(0).as("manual"),
+          int(at).as("created_at"),
+          int(at).as("updated_at"),
+        ])
+        .where("e.store_id", "=", event.storeId)
+        .where("e.enabled", "=", 1)
+        // Types are a space-separated list ("" = all); event types hold no LIKE wildcards.
+        .where((w) => w.or([w("e.types", "=", ""), w(sql`' ' || e.types || ' '`, "like", `% ${event.type} %`)])),
+    )
+    .returning("endpoint_id")
+    .execute();
+  return rows.map((r) => r.endpoint_id);
+}
+
+/**
+ * Writes an event in the caller's transaction (pass the transaction, never the plain database) and queues
+ * its webhooks: two statements. The event gets its number after it commits (events.sequencer.ts).
+ */
+export async function appendEvent(tx: Transaction<Database>, event: NewEvent): Promise<{ id: string }> {
   const id = newId("evt");
-  await queueDeliveries(tx, { id, storeId: event.storeId, type: event.type }, event.createdAt);
-  const { last_seq: seq } = await tx
-    .insertInto("event_sequences")
-    .values({ store_id: event.storeId, last_seq: 1 })
-    .onConflict((oc) => oc.column("store_id").doUpdateSet({ last_seq: sql`event_sequences.last_seq + 1` }))
-    .returning("last_seq")
-    .executeTakeFirstOrThrow();
   await tx
     .insertInto("events")
     .values({
       id,
       store_id: event.storeId,
-      seq: Number(seq),
+      seq: null,
       type: event.type,
       data: JSON.stringify(event.data),
       invoice_id: "invoice" in event.data ? event.data.invoice.id : null,
       created_at: event.createdAt,
     })
     .execute();
-  return { id, seq: Number(seq) };
+  queued(await fanOut(tx, { id, storeId: event.storeId, type: event.type }, event.createdAt));
+  return { id };
 }
 
 export interface EventsRepository {
@@ -95,8 +134,8 @@ export interface EventsRepository {
   pruneOlderThan(cutoffMs: number): Promise<number>;
 }
 
-type EventRow = { id: string; store_id: string; seq: number; type: string; data: string; created_at: number };
-const toStored = (r: EventRow): StoredEvent => ({ id: r.id, storeId: r.store_id, seq: Number(r.seq), type: r.type, data: r.data, createdAt: Number(r.created_at) });
+type EventRow = { id: string; store_id: string; seq: number | null; type: string; data: string; created_at: number };
+const toStored = (r: EventRow): StoredEvent => ({ id: r.id, storeId: r.store_id, seq: r.seq === null ? null : Number(r.seq), type: r.type, data: r.data, createdAt: Number(r.created_at) });
 
 export function createEventsRepository(db: Kysely<Database>): EventsRepository {
   return {
@@ -108,7 +147,7 @@ export function createEventsRepository(db: Kysely<Database>): EventsRepository {
     },
     async list(storeId, { beforeSeq, types, invoiceId, limit }) {
       // Served by events_store_seq, events_store_type_seq or events_store_invoice_seq, read backwards.
-      let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId);
+      let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId).where("seq", "is not", null);
       if (beforeSeq !== null) q = q.where("seq", "<", beforeSeq);
       if (types !== null) q = q.where("type", "in", types);
       if (invoiceId !== null) q = q.where("invoice_id", "=", invoiceId);

@@ -12,6 +12,7 @@ import type { AttemptWithDelivery, EndpointRow, EndpointsRepository } from "./en
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
 import { CURRENT_API_VERSION, EVENT_TYPES, isEventType, type EventBody } from "./events.types.ts";
+import type { Sequencer } from "./events.sequencer.ts";
 import { generateSigningSecret } from "./webhook-signing.ts";
 import { versionToRemember } from "../versioning/registry.ts";
 
@@ -83,6 +84,8 @@ export interface EventsServiceDeps {
   endpoints: EndpointsRepository;
   box: SecretBox;
   policy: AddressPolicy;
+  /** Numbers committed events: a feed or listing read first numbers what committed before it. */
+  sequencer: Sequencer;
   retentionDays: number;
   now: () => number;
 }
@@ -282,9 +285,10 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
         afterSeq = decoded;
       }
       const types = options.types === undefined ? null : parseTypes(options.types.split(",").map((s) => s.trim()).filter((s) => s !== ""), "types").split(" ").filter((s) => s !== "");
+      await deps.sequencer.catchUp(storeId);
       const rows = await events.feed(storeId, { afterSeq, types: types === null || types.length === 0 ? null : types, limit: options.limit });
       // The cursor is returned on an empty page too: polling with it never skips what commits later.
-      const last = rows.length > 0 ? rows[rows.length - 1]!.seq : afterSeq;
+      const last = rows.length > 0 ? rows[rows.length - 1]!.seq! : afterSeq;
       return { events: rows.map((r) => renderEvent(r, CURRENT_API_VERSION)), nextCursor: encodeFeedCursor(last) };
     },
 
@@ -302,9 +306,10 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
         if (beforeSeq === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
       }
       const types = options.types === undefined ? [] : parseTypes(options.types.split(",").map((s) => s.trim()).filter((s) => s !== ""), "types").split(" ").filter((s) => s !== "");
+      await deps.sequencer.catchUp(storeId);
       const rows = await events.list(storeId, { beforeSeq, types: types.length === 0 ? null : types, invoiceId: options.invoiceId ?? null, limit: options.limit + 1 });
       const page = rows.slice(0, options.limit);
-      const nextCursor = rows.length > options.limit ? encodeListCursor(page[page.length - 1]!.seq) : null;
+      const nextCursor = rows.length > options.limit ? encodeListCursor(page[page.length - 1]!.seq!) : null;
       return { events: page.map((r) => renderEvent(r, CURRENT_API_VERSION)), nextCursor };
     },
 

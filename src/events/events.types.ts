@@ -34,7 +34,8 @@ export type EventData = { invoice: Invoice } | DeliveryFailedData;
 export interface StoredEvent {
   id: string;
   storeId: string;
-  seq: number;
+  /** The feed's number, given after commit (null until the sequencer has numbered it). */
+  seq: number | null;
   type: string;
   data: string;
   createdAt: number;

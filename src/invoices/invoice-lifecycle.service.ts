@@ -5,7 +5,8 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
-import { applyTransition, expireBatch } from "./invoice-transitions.ts";
+import type { DurableCommitter } from "../db/durable.ts";
+import { expireBatch, retryingTransitions, transitionInTransaction } from "./invoice-transitions.ts";
 import type { InvoicesRepository } from "./invoices.repository.ts";
 import type { Invoice } from "./invoices.schemas.ts";
 
@@ -35,6 +36,8 @@ export interface LifecycleDeps {
   db: Kysely<Database>;
   dialect: "sqlite" | "postgres";
   invoices: InvoicesRepository;
+  /** The merchant's cancel and refund commit durably, as payments do. */
+  committer: DurableCommitter;
   /** 0 turns expiry off. */
   paymentWindowMinutes: number;
   now: () => number;
@@ -46,27 +49,22 @@ const DEFAULT_BATCH = 100;
 export function createInvoiceLifecycleService(deps: LifecycleDeps): InvoiceLifecycleService {
   const { db, invoices, now } = deps;
 
-  async function merchantAction(storeId: string, invoiceId: string, action: "cancel" | "refund", input: MerchantActionInput): Promise<Invoice> {
+  async function merchantAction(storeId: string, invoiceId: string, action: "cancel" | "refund", by: MerchantActionInput): Promise<Invoice> {
     const store = await db.selectFrom("stores").select("id").where("id", "=", storeId).executeTakeFirst();
     if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
     const verb = action === "cancel" ? "Cancelled" : "Refunded";
-    const reason = input.reason?.trim();
-    const result = await applyTransition(
-      db,
-      {
-        storeId,
-        invoiceId,
-        action,
-        describe: (from, to) => ({
-          log: `${verb} by the merchant (${input.actor})${reason ? `: ${reason}` : ""}: ${from} -> ${to}`,
-          type: action === "cancel" ? "info" : "warning",
-        }),
-      },
-      now,
-    );
+    const reason = by.reason?.trim();
+    const input = {
+      storeId,
+      invoiceId,
+      action,
+      describe: (from: string, to: string) => ({
+        log: `${verb} by the merchant (${by.actor})${reason ? `: ${reason}` : ""}: ${from} -> ${to}`,
+        type: action === "cancel" ? "info" : "warning",
+      }),
+    };
+    const result = await retryingTransitions((work) => deps.committer.run(work), (tx) => transitionInTransaction(tx, input, now), `invoice ${invoiceId}`);
     switch (result.kind) {
-      case "duplicate":
-        throw new Error("a merchant action carries no provider event to be a duplicate of");
       case "not_found":
         throw new AppError("invoice_not_found", `No invoice ${invoiceId} in store ${storeId}`, { param: "invoiceId" });
       case "already":

@@ -1,17 +1,19 @@
-// Applies an action to an invoice through the state machine (invoice-state.ts): the status change, its
-// log line, any extra log lines, the applied provider event and the caller's record (a delivery) commit
-// together or not at all, durably (src/db/durable.ts) before the caller answers.
-// Every status change of the service comes through `transitionInTransaction`, the one place where a
-// change is written: plugin results, expiry, cancel and refund. The change is a compare-and-set on the
-// status read, so concurrent actions (in one process or many on one PostgreSQL) change an invoice at
-// most once; a loser re-reads and sees "already" or "invalid". A plugin's event is applied once: its key
-// is claimed first in the same transaction, and a key claimed before makes the delivery a duplicate.
+// The one writer of an invoice's status. Every change of the service comes through
+// `transitionInTransaction`: plugin results, expiry, cancel and refund. Inside the caller's transaction it
+// reads the invoice with its children (one statement), asks the state machine (invoice-state.ts), changes
+// the status with a compare-and-set on the status read, appends the log lines, and writes the event with
+// the invoice as the list now shows it: four statements for a change, whatever the customer's history.
+// Nothing derived is written here: the read model's documents follow after the commit (the triggers mark
+// them stale, src/readmodel/projector.ts rebuilds them), so no customer- or store-wide row is locked.
+//
+// The compare-and-set makes concurrent actions (in one process or many on one PostgreSQL) change an invoice
+// at most once; a loser sees "retry", and the caller runs its transaction again.
 import { type Kysely, type Transaction, sql } from "kysely";
-import { durableTransaction } from "../db/durable.ts";
 import type { Database } from "../db/schema.ts";
+import { appendEvent } from "../events/events.repository.ts";
+import { invoiceEventType } from "../events/events.types.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
-import { appendInvoiceEvent } from "../events/invoice-events.ts";
-import { refreshReadModel } from "../lib/read-model.ts";
+import { readInvoiceSnapshot, toInvoice } from "./invoices.repository.ts";
 import type { InvoiceStatus } from "./invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -23,103 +25,70 @@ export type TransitionResult =
   | { kind: "changed"; from: InvoiceStatus; to: InvoiceStatus }
   | { kind: "already"; status: InvoiceStatus }
   | { kind: "invalid"; status: InvoiceStatus }
-  | { kind: "not_found" }
-  /** The provider event was applied before (by an earlier delivery): nothing changes. */
-  | { kind: "duplicate" };
+  | { kind: "not_found" };
 
-export interface ApplyInput {
+export interface TransitionInput {
   storeId: string;
   invoiceId: string;
   action: InvoiceAction;
-  /** The transition's own line, given the statuses. */
+  /** The transition's own log line, given the statuses. */
   describe: (from: InvoiceStatus, to: InvoiceStatus) => TransitionLogLine;
-  /** A plugin run's log() lines: appended to the invoice whatever the outcome, when the invoice exists. */
-  runLogs?: TransitionLogLine[];
-  /** A plugin's event: its key ("id:<eventId>" or "sha256:<body hex>") and the delivery applying it. */
-  event?: { pluginName: string; key: string; deliveryId: string };
-  /** Written in the same transaction (the delivery record), once the outcome is known. */
-  record?: (tx: Transaction<Database>, result: TransitionResult) => Promise<void>;
+  /** Lines appended to the invoice whatever the outcome, when it exists (a plugin run's log() calls). */
+  extraLines?: readonly TransitionLogLine[];
 }
 
 const MAX_ATTEMPTS = 5;
 
 /**
- * One attempt inside the caller's transaction. "retry" means the status changed between the read and the
- * compare-and-set: nothing was written, and the caller's transaction should be retried as a whole.
+ * One attempt inside the caller's transaction. "retry": the status changed between the read and the
+ * compare-and-set; nothing was written by this call, and the caller's transaction should be run again.
  */
-export async function transitionInTransaction(tx: Transaction<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult | "retry"> {
-  // Claim the event first: a concurrent delivery of the same event waits here for this one to end.
-  if (input.event && !(await claimEvent(tx, input.event, input, now()))) {
-    const result: TransitionResult = { kind: "duplicate" };
-    await input.record?.(tx, result);
-    return result;
-  }
-  const result = await changeStatus(tx, input, now);
-  if (input.event && (result === "retry" || result.kind === "invalid" || result.kind === "not_found")) {
-    // Nothing written on "retry"; and only decisions in effect are remembered (a 404 or 409 may apply
-    // once the merchant fixes things).
-    await releaseEvent(tx, input.event, input);
-  }
-  if (result !== "retry") await input.record?.(tx, result);
-  return result;
-}
-
-async function claimEvent(tx: Transaction<Database>, event: NonNullable<ApplyInput["event"]>, input: ApplyInput, t: number): Promise<boolean> {
-  const inserted = await tx
-    .insertInto("applied_events")
-    .values({ store_id: input.storeId, plugin_name: event.pluginName, event_key: event.key, delivery_id: event.deliveryId, invoice_id: input.invoiceId, created_at: t })
-    .onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing())
-    .executeTakeFirst();
-  return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
-}
-
-async function releaseEvent(tx: Transaction<Database>, event: NonNullable<ApplyInput["event"]>, input: ApplyInput): Promise<void> {
-  await tx.deleteFrom("applied_events").where("store_id", "=", input.storeId).where("plugin_name", "=", event.pluginName).where("event_key", "=", event.key).execute();
-}
-
-async function changeStatus(tx: Transaction<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult | "retry"> {
-  const row = await tx.selectFrom("invoices").select(["status"]).where("id", "=", input.invoiceId).where("store_id", "=", input.storeId).executeTakeFirst();
-  if (!row) return { kind: "not_found" };
-  if (!isInvoiceStatus(row.status)) throw new Error(`invoice ${input.invoiceId} has unknown status ${row.status}`);
-  const decision = decideTransition(row.status, input.action);
+export async function transitionInTransaction(tx: Transaction<Database>, input: TransitionInput, now: () => number): Promise<TransitionResult | "retry"> {
+  const snapshot = await readInvoiceSnapshot(tx, input.storeId, input.invoiceId);
+  if (snapshot === null) return { kind: "not_found" };
+  const from = snapshot.row.status;
+  if (!isInvoiceStatus(from)) throw new Error(`invoice ${input.invoiceId} has unknown status ${from}`);
+  const decision = decideTransition(from, input.action);
   const t = now();
+  const lines = [...(input.extraLines ?? [])];
   let result: TransitionResult;
-  const lines: TransitionLogLine[] = [...(input.runLogs ?? [])];
   if (decision.kind === "change") {
     const updated = await tx
       .updateTable("invoices")
       .set({ status: decision.to, updated_at: t })
       .where("id", "=", input.invoiceId)
       .where("store_id", "=", input.storeId)
-      .where("status", "=", row.status)
+      .where("status", "=", from)
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) return "retry"; // another action changed it first
-    result = { kind: "changed", from: row.status, to: decision.to };
-    lines.push(input.describe(row.status, decision.to));
+    result = { kind: "changed", from, to: decision.to };
+    lines.push(input.describe(from, decision.to));
   } else {
-    result = decision.kind === "already" ? { kind: "already", status: row.status } : { kind: "invalid", status: row.status };
+    result = decision.kind === "already" ? { kind: "already", status: from } : { kind: "invalid", status: from };
   }
-  if (lines.length > 0) {
-    await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }))).execute();
+  const written = lines.map((l) => ({ log: l.log, type: l.type, created_at: t }));
+  if (written.length > 0) await tx.insertInto("invoice_logs").values(written.map((l) => ({ invoice_id: input.invoiceId, ...l }))).execute();
+  if (result.kind === "changed") {
+    // The event shows the invoice as the list shows it now: the snapshot, moved, with its new lines.
+    const invoice = toInvoice({ ...snapshot.row, status: result.to, updated_at: t }, snapshot.fields, snapshot.items, [...snapshot.logs, ...written]);
+    await appendEvent(tx, { storeId: input.storeId, type: invoiceEventType(result.to), data: { invoice }, createdAt: t });
   }
-  // The read model's document of this invoice (and its customer) follows in the same transaction.
-  if (lines.length > 0) await refreshReadModel(tx, input.storeId, input.invoiceId);
-  // Every status change writes its event (CONTRACT §9) in this same transaction.
-  if (result.kind === "changed") await appendInvoiceEvent(tx, input.storeId, input.invoiceId, result.to, t);
   return result;
 }
 
-/** Applies one action in its own transaction, retrying when another action changed the invoice first. */
-export async function applyTransition(db: Kysely<Database>, input: ApplyInput, now: () => number): Promise<TransitionResult> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const outcome = await durableTransaction(db, (tx) => transitionInTransaction(tx, input, now));
+/** Runs `attempt` in transactions from `begin` until it does not answer "retry". */
+export async function retryingTransitions<T>(begin: <R>(work: (tx: Transaction<Database>) => Promise<R>) => Promise<R>, attempt: (tx: Transaction<Database>) => Promise<T | "retry">, what: string): Promise<T> {
+  for (let i = 0; i < MAX_ATTEMPTS; i++) {
+    const outcome = await begin(attempt);
     if (outcome !== "retry") return outcome;
   }
-  throw new Error(`invoice ${input.invoiceId}: status kept changing under ${MAX_ATTEMPTS} attempts`);
+  throw new Error(`${what}: status kept changing under ${MAX_ATTEMPTS} attempts`);
 }
 
-/** The webhook's name for applyTransition (a plugin's pushInvoice / disputeInvoice). */
-export const applyPluginAction = applyTransition;
+/** Applies one action in its own transaction, retrying when another action changed the invoice first. */
+export function applyTransition(db: Kysely<Database>, input: TransitionInput, now: () => number): Promise<TransitionResult> {
+  return retryingTransitions((work) => db.transaction().execute(work), (tx) => transitionInTransaction(tx, input, now), `invoice ${input.invoiceId}`);
+}
 
 export interface ExpireBatchInput {
   /** Invoices created before this instant (epoch ms) and still pending expire. */

@@ -2,7 +2,7 @@
 // their indexes), its documents from the read model's stored JSON of those ids (src/lib/read-model.ts). An invoice
 // whose document is missing (a write that did not refresh it) is assembled from the source tables, three
 // more queries for those invoices only.
-import type { Kysely, Selectable } from "kysely";
+import { type Kysely, type Selectable, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { Database, InvoicesTable } from "../db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
@@ -25,6 +25,22 @@ export function toCustomerInvoice(row: InvoiceRow): CustomerInvoice {
   };
 }
 
+type FieldRow = { key: string; value: string; type: string };
+type ItemRow = { product_variant_id: string; quantity: number; price_cents: number; coupon_id: string | null };
+type LogRow = { log: string; type: string; created_at: number };
+
+/** An invoice as the list shows it, from its source row and its children (each in their order). */
+export function toInvoice(row: InvoiceRow, fields: readonly FieldRow[], items: readonly ItemRow[], logs: readonly LogRow[]): Invoice {
+  return {
+    ...toCustomerInvoice(row),
+    customerId: row.customer_id,
+    discordAccount: row.discord_id === null ? null : { discordId: row.discord_id, email: row.discord_email ?? "" },
+    invoiceFields: fields.map((f) => ({ key: f.key, value: f.value, type: f.type })),
+    invoiceItems: items.map((i) => ({ productVariantId: i.product_variant_id, quantity: i.quantity, price: centsToUsd(i.price_cents), couponId: i.coupon_id })),
+    invoiceLogs: logs.map((l) => ({ log: l.log, type: l.type, createdAt: isoTime(l.created_at) })),
+  };
+}
+
 /** Invoices as the list shows them, from their source rows: one query each for fields, items and logs. */
 export async function assembleInvoices(db: Kysely<Database>, rows: InvoiceRow[]): Promise<Invoice[]> {
   if (rows.length === 0) return [];
@@ -43,19 +59,48 @@ export async function assembleInvoices(db: Kysely<Database>, rows: InvoiceRow[])
   const fieldsBy = groupBy(fields, (f) => f.invoice_id);
   const itemsBy = groupBy(items, (i) => i.invoice_id);
   const logsBy = groupBy(logs, (l) => l.invoice_id);
-  return rows.map((row) => ({
-    ...toCustomerInvoice(row),
-    customerId: row.customer_id,
-    discordAccount: row.discord_id === null ? null : { discordId: row.discord_id, email: row.discord_email ?? "" },
-    invoiceFields: (fieldsBy.get(row.id) ?? []).map((f) => ({ key: f.key, value: f.value, type: f.type })),
-    invoiceItems: (itemsBy.get(row.id) ?? []).map((i) => ({
-      productVariantId: i.product_variant_id,
-      quantity: i.quantity,
-      price: centsToUsd(i.price_cents),
-      couponId: i.coupon_id,
-    })),
-    invoiceLogs: (logsBy.get(row.id) ?? []).map((l) => ({ log: l.log, type: l.type, createdAt: isoTime(l.created_at) })),
-  }));
+  return rows.map((row) => toInvoice(row, fieldsBy.get(row.id) ?? [], itemsBy.get(row.id) ?? [], logsBy.get(row.id) ?? []));
+}
+
+/** An invoice's source row with its fields, items and log lines: what a transition needs to describe it. */
+export interface InvoiceSnapshot {
+  row: InvoiceRow;
+  fields: FieldRow[];
+  items: ItemRow[];
+  logs: LogRow[];
+}
+
+/**
+ * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
+ * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
+ * decoded; on SQLite as text.
+ */
+export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string): Promise<InvoiceSnapshot | null> {
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  const rows = (table: string, columns: string, order: string) =>
+    sqlite
+      ? sql<unknown>`(select json_group_array(json_array(${sql.raw(columns)}) order by ${sql.raw(order)}) from ${sql.table(table)} where invoice_id = i.id)`
+      : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
+  const found = await db
+    .selectFrom("invoices as i")
+    .selectAll("i")
+    .select([
+      rows("invoice_fields", "key, value, type", "position").as("fields_json"),
+      rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
+      rows("invoice_logs", "log, type, created_at", "id").as("logs_json"),
+    ])
+    .where("i.id", "=", invoiceId)
+    .where("i.store_id", "=", storeId)
+    .executeTakeFirst();
+  if (found === undefined) return null;
+  const { fields_json, items_json, logs_json, ...row } = found;
+  const array = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v) as unknown[][];
+  return {
+    row,
+    fields: array(fields_json).map(([key, value, type]) => ({ key: String(key), value: String(value), type: String(type) })),
+    items: array(items_json).map(([variant, quantity, price, coupon]) => ({ product_variant_id: String(variant), quantity: Number(quantity), price_cents: Number(price), coupon_id: coupon == null ? null : String(coupon) })),
+    logs: array(logs_json).map(([log, type, at]) => ({ log: String(log), type: String(type), created_at: Number(at) })),
+  };
 }
 
 export interface InvoicesRepository {
@@ -153,7 +198,14 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
 
 /** One invoice of this store as the list shows it (its stored document, else assembled), or null. */
 export async function findInvoiceView(db: Kysely<Database>, storeId: string, invoiceId: string): Promise<Invoice | null> {
-  const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
+  const stored = await db
+    .selectFrom("invoice_views as v")
+    .select("v.body")
+    .where("v.id", "=", invoiceId)
+    .where("v.store_id", "=", storeId)
+    // A document marked stale by a write the projector has not caught up with is assembled instead.
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom("stale_invoice_views as s").select("s.pos").whereRef("s.doc_id", "=", "v.id"))))
+    .executeTakeFirst();
   if (stored?.body != null) return JSON.parse(stored.body) as Invoice;
   const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
   if (!row) return null;

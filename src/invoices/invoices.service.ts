@@ -3,12 +3,11 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
-import { appendInvoiceEvent } from "../events/invoice-events.ts";
+import { appendEvent } from "../events/events.repository.ts";
 import { newId } from "../lib/ids.ts";
-import { refreshReadModel } from "../lib/read-model.ts";
 import { usdToCents } from "../lib/money.ts";
 import type { CheckoutBody, Invoice } from "./invoices.schemas.ts";
-import type { InvoicesRepository } from "./invoices.repository.ts";
+import { type InvoicesRepository, readInvoiceSnapshot, toInvoice } from "./invoices.repository.ts";
 
 export interface InvoicesService {
   checkout(storeId: string, input: CheckoutBody): Promise<Invoice>;
@@ -109,8 +108,12 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
             .execute();
         }
         await tx.insertInto("invoice_logs").values({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt }).execute();
-        await refreshReadModel(tx, storeId, id);
-        return appendInvoiceEvent(tx, storeId, id, "pending", createdAt);
+        // The event shows the invoice as the list will; its document is built after the commit (the projector).
+        const snapshot = await readInvoiceSnapshot(tx, storeId, id);
+        if (snapshot === null) throw new Error(`invoice ${id} is missing inside its own transaction`);
+        const invoice = toInvoice(snapshot.row, snapshot.fields, snapshot.items, snapshot.logs);
+        await appendEvent(tx, { storeId, type: "invoice.created", data: { invoice }, createdAt });
+        return invoice;
       });
     },
   };

@@ -120,7 +120,17 @@ export function documentsInPageOrder(db: Kysely<Database>, views: Views, storeId
   let keys = db.selectFrom(`${views} as d` as "invoice_views as d").select(["d.id", "d.created_at"]).where("d.store_id", "=", storeId);
   for (const cond of windowConditions("d", q)) keys = keys.where(cond);
   keys = keys.orderBy("d.created_at", "desc").orderBy("d.id", "desc").limit(pageFetch(q.limit));
-  return { inOrder: keys, withBodies: keys.select("d.body") };
+  return { inOrder: keys, withBodies: keys.select(freshBody(views, "d").as("body")) };
+}
+
+/**
+ * PostgreSQL: a document's body, or null when it is stale (emptied, or marked by a write the projector has
+ * not caught up with yet): the page then assembles it from the source tables, so a stale document is never
+ * served. The marks are few (the projector deletes them within a second of a write): `in (select …)` reads
+ * them once per statement into a hash (a hashed SubPlan), not once per document.
+ */
+function freshBody(views: Views, alias: string) {
+  return sql<string | null>`case when ${sql.ref(`${alias}.id`)} in (select doc_id from ${sql.table(`stale_${views}`)}) then null else ${sql.ref(`${alias}.body`)} end`;
 }
 
 /**
@@ -137,7 +147,7 @@ export function pageQuery(source: PageSource, keys: PageKeys, views: Views, limi
   const joined = source.kysely
     .selectFrom(ordered.as("pg"))
     .leftJoin(`${views} as v`, "v.id", "pg.id")
-    .select(["pg.id", "pg.created_at", "v.body"])
+    .select(["pg.id", "pg.created_at", freshBody(views, "v").as("body")])
     .orderBy("pg.created_at", "desc")
     .orderBy("pg.id", "desc");
   return [joined];
@@ -218,8 +228,9 @@ const SQLITE_DOCUMENTS: Record<Views, { joined: PreparedStatement; each: Prepare
 };
 
 function sqliteDocuments(views: Views) {
-  // An emptied document (stale) is one not found: assembled (group_concat would skip it, its id not).
-  const from = `from json_each(?) as j cross join ${views} as v on v.id = j.value where v.body is not null`;
+  // A stale document (emptied, or marked by a write the projector has not caught up with) is one not found:
+  // assembled (group_concat would skip it, its id not).
+  const from = `from json_each(?) as j cross join ${views} as v on v.id = j.value where v.body is not null and not exists (select 1 from stale_${views} as s where s.doc_id = v.id)`;
   return {
     joined: { name: `${views}_joined`, sql: `select cast(group_concat(v.body, ',') as blob) as bodies, group_concat(v.id, ',') as ids ${from}` },
     each: { name: `${views}_each`, sql: `select v.id, cast(v.body as blob) as body ${from} order by j.key` },

@@ -1,9 +1,8 @@
-// The read model's writers: every customer and invoice stored as the JSON the list operations send
-// (tables customer_views, invoice_views, migration 0009). A write that changes what a customer or invoice
-// shows calls a refresh in its own transaction, last, so the document commits with the change. The
-// triggers (migration 0015) empty a document that a later write makes stale, and keep one row per customer
-// and invoice with its store and creation time, the page order; the read path assembles empty documents
-// from the source tables, so forgetting a refresh costs speed, never correctness.
+// Building the read model's documents in bulk: every customer and invoice stored as the JSON the list
+// operations send (tables customer_views, invoice_views). Day to day, writes mark the documents they make
+// stale (migration 0017's triggers) and the projector rebuilds them after the commit
+// (src/readmodel/projector.ts); this is the seed's way, a whole store at a time, and the documents left
+// empty by a migration that rebuilt the documents tables.
 import { SqliteAdapter, sql, type Kysely, type Transaction } from "kysely";
 import { assembleCustomers, customerRows } from "../customers/customers.repository.ts";
 import type { Database } from "../db/schema.ts";
@@ -42,38 +41,31 @@ export async function refreshInvoices(db: Executor, ids: string[]): Promise<void
 }
 
 /**
- * After a write to an invoice (a transition, its log lines, checkout): its document and its customer's,
- * in the writer's transaction. On PostgreSQL the customer row is locked first, so two transactions that
- * change invoices of one customer rebuild its document one after the other, the second seeing the first
- * (each statement of a READ COMMITTED transaction sees what committed before it began).
- */
-export async function refreshReadModel(tx: Transaction<Database>, storeId: string, invoiceId: string): Promise<void> {
-  const invoice = await tx.selectFrom("invoices").select(["customer_id"]).where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
-  if (!invoice) return;
-  await lockCustomer(tx, invoice.customer_id);
-  await refreshInvoices(tx, [invoiceId]);
-  await refreshCustomers(tx, [invoice.customer_id]);
-}
-
-/** After a write to a customer or its own children (creation, chat account, sessions, reviews). */
-export async function refreshCustomerReadModel(tx: Transaction<Database>, customerId: string): Promise<void> {
-  await lockCustomer(tx, customerId);
-  await refreshCustomers(tx, [customerId]);
-}
-
-async function lockCustomer(tx: Transaction<Database>, customerId: string): Promise<void> {
-  if (tx.getExecutor().adapter instanceof SqliteAdapter) return; // one writer at a time already
-  // NO KEY UPDATE: serializes refreshers of one customer, but not a checkout's foreign-key check on the
-  // customer (KEY SHARE), which a plain FOR UPDATE would wait on while that checkout waits on us.
-  await tx.selectFrom("customers").select("id").where("id", "=", customerId).forNoKeyUpdate().execute();
-}
-
-/**
  * Builds every document of a store (or of every store) from the source tables, in batches of customers and
  * of invoices in id order: the end of a seed. About 1 ms per customer with its five invoices.
  */
 export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, onProgress?: (done: number) => void): Promise<void> {
+  // The marks the load left (its rows' triggers) are covered by this rebuild, which reads the sources after
+  // them; marks of later writes, and of other stores, are the projector's.
+  const covered = await lastMarks(db);
   await inBatches(db, (table, after) => rebuildBatch(db, table, after, storeId), onProgress);
+  for (const [views, owner] of [["customer_views", "customers"], ["invoice_views", "invoices"]] as const) {
+    const last = covered[views];
+    if (last === null) continue;
+    let q = db.deleteFrom(`stale_${views}`).where("pos", "<=", last);
+    if (storeId !== undefined) q = q.where("doc_id", "in", (eb) => eb.selectFrom(owner).select("id").where("store_id", "=", storeId));
+    await q.execute();
+  }
+}
+
+/** The newest mark of each documents table when a rebuild starts (null: none, or no marks table yet). */
+async function lastMarks(db: Kysely<Database>): Promise<Record<"customer_views" | "invoice_views", number | null>> {
+  const out: Record<"customer_views" | "invoice_views", number | null> = { customer_views: null, invoice_views: null };
+  for (const views of ["customer_views", "invoice_views"] as const) {
+    const row = await db.selectFrom(`stale_${views}`).select((eb) => eb.fn.max("pos").as("last")).executeTakeFirst();
+    out[views] = row?.last == null ? null : Number(row.last);
+  }
+  return out;
 }
 
 /**

@@ -117,6 +117,35 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   };
 }
 
+/**
+ * How far the read model's documents are behind the writes that made them stale (src/readmodel/projector.ts):
+ * the documents waiting to be rebuilt and the age of the oldest waiting change, read at each scrape. The
+ * lists never serve a stale document meanwhile; a growing lag means reads assemble more from the sources.
+ */
+export function observeReadModel(metrics: Metrics, backlog: () => Promise<{ documents: number; oldestAt: number | null }>, now: () => number = Date.now): void {
+  let last: Promise<{ documents: number; oldestAt: number | null }> | null = null;
+  // Both gauges of one scrape share one reading.
+  const read = () => (last ??= backlog().finally(() => setImmediate(() => (last = null))));
+  const registers = [metrics.registry];
+  new Gauge({
+    name: "storefront_readmodel_backlog",
+    help: "Read-model documents made stale by committed writes and not yet rebuilt by the projector.",
+    registers,
+    async collect() {
+      this.set((await read().catch(() => ({ documents: Number.NaN }))).documents);
+    },
+  });
+  new Gauge({
+    name: "storefront_readmodel_lag_seconds",
+    help: "Age of the oldest change the projector has not yet applied to the read model's documents (0 when none).",
+    registers,
+    async collect() {
+      const b = await read().catch(() => ({ oldestAt: Number.NaN }));
+      this.set(b.oldestAt === null ? 0 : Math.max(0, now() - b.oldestAt) / 1000);
+    },
+  });
+}
+
 /** Outcome label of a run: bounded by the result statuses and the error kinds. */
 const outcomeOf = (o: RunOutcome): string => (o.ok ? o.result.status : o.error.kind);
 

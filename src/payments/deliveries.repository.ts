@@ -1,9 +1,7 @@
 // The delivery log: every webhook (and replay) with its request, the plugin's result, logs and fetches,
-// and the response given. Listed newest first with the same keyset paging as the read API. A plugin run
-// that failed writes its `delivery.failed` event (CONTRACT §9) in the transaction of its record.
+// and the response given. Listed newest first with the same keyset paging as the read API.
 import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
 import type { Database, DeliveriesTable } from "../db/schema.ts";
-import { appendEvent } from "../events/events.repository.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
@@ -87,6 +85,7 @@ export interface DeliveryView extends DeliverySummary {
 }
 
 export interface DeliveriesRepository {
+  /** One statement, in the caller's transaction when given. */
   insert(record: DeliveryRecord, tx?: Transaction<Database>): Promise<void>;
   /** Newest first, keyset-paged; each filter is served by an index that starts with the store (migration 0008). */
   list(storeId: string, options: DeliveryFilters & { limit: number; after: Cursor | null }): Promise<{ deliveries: DeliverySummary[]; next: Cursor | null }>;
@@ -127,9 +126,6 @@ const isUtf8 = (buf: Buffer) => {
   }
 };
 
-/** Outcomes that are a broken plugin run, so the merchant hears of them; rejections are not. */
-const FAILED_RUN_OUTCOMES: ReadonlySet<DeliveryOutcome> = new Set(["plugin_error", "plugin_timeout"]);
-
 export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepository {
   function filtered(storeId: string, f: DeliveryFilters) {
     let q = db
@@ -144,7 +140,7 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
     return q;
   }
 
-  async function insertRow(d: DeliveryRecord, tx: Kysely<Database>): Promise<void> {
+  async function insertRow(d: DeliveryRecord, tx: Kysely<Database> | Transaction<Database>): Promise<void> {
     await tx
       .insertInto("deliveries")
       .values({
@@ -173,24 +169,8 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
       .execute();
   }
 
-  async function insertWithEvent(d: DeliveryRecord, tx: Transaction<Database>): Promise<void> {
-    await insertRow(d, tx);
-    if (FAILED_RUN_OUTCOMES.has(d.outcome)) {
-      await appendEvent(tx, {
-        storeId: d.storeId,
-        type: "delivery.failed",
-        data: { delivery: { id: d.id, pluginName: d.pluginName, outcome: d.outcome, status: d.responseStatus, error: d.error } },
-        createdAt: d.createdAt,
-      });
-    }
-  }
-
   return {
-    async insert(d, tx) {
-      if (tx !== undefined) return insertWithEvent(d, tx);
-      if (!FAILED_RUN_OUTCOMES.has(d.outcome)) return insertRow(d, db);
-      await db.transaction().execute((t) => insertWithEvent(d, t));
-    },
+    insert: (d, tx) => insertRow(d, tx ?? db),
 
     async list(storeId, { limit, after, ...filters }) {
       let q = filtered(storeId, filters);

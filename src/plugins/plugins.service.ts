@@ -12,6 +12,7 @@ import { newId } from "../lib/ids.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
 import type { SecretBox } from "./secrets.ts";
+import type { KeyCache } from "../stores/key-cache.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export const MAX_SOURCE_BYTES = 256 * 1024;
@@ -89,7 +90,20 @@ export interface PluginCompiler {
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function createPluginsService(db: Kysely<Database>, box: SecretBox, compiler: PluginCompiler, now: () => number = Date.now): PluginsService {
+/**
+ * `remembered` keeps the current version of the plugins payments run, with their opened secrets, between
+ * deliveries (a payment then reads nothing before its own transaction); every change made here forgets
+ * them all, as a change made elsewhere does through the database (src/stores/key-cache.ts).
+ */
+export function createPluginsService(db: Kysely<Database>, box: SecretBox, compiler: PluginCompiler, now: () => number = Date.now, remembered: KeyCache<RunnablePlugin> | null = null): PluginsService {
+  /** Forgets the remembered plugins once a change of this process has committed (and before it answers). */
+  const changed = async <T>(work: Promise<T>): Promise<T> => {
+    try {
+      return await work;
+    } finally {
+      remembered?.clear();
+    }
+  };
   async function requireStore(storeId: string) {
     const store = await db.selectFrom("stores").select("id").where("id", "=", storeId).executeTakeFirst();
     if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
@@ -228,7 +242,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       // constraint; run it again, and it becomes an update of the installation the winner created.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await installOnce(storeId, name, input, source, t);
+          return await changed(installOnce(storeId, name, input, source, t));
         } catch (err) {
           if (attempt >= 3 || !isUniqueViolation(err)) throw err;
         }
@@ -263,22 +277,24 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
     async setEnabled(storeId, name, enabled) {
       const inst = await requireInstallation(storeId, name);
-      await db.updateTable("plugin_installations").set({ enabled: enabled ? 1 : 0, updated_at: now() }).where("id", "=", inst.id).execute();
+      await changed(db.updateTable("plugin_installations").set({ enabled: enabled ? 1 : 0, updated_at: now() }).where("id", "=", inst.id).execute());
       return toInfo(await requireInstallation(storeId, name));
     },
 
     async remove(storeId, name) {
       const inst = await requireInstallation(storeId, name);
-      await db.transaction().execute(async (tx) => {
-        await tx.deleteFrom("plugin_versions").where("installation_id", "=", inst.id).execute();
-        await tx.deleteFrom("plugin_installations").where("id", "=", inst.id).execute();
-      });
+      await changed(
+        db.transaction().execute(async (tx) => {
+          await tx.deleteFrom("plugin_versions").where("installation_id", "=", inst.id).execute();
+          await tx.deleteFrom("plugin_installations").where("id", "=", inst.id).execute();
+        }),
+      );
     },
 
     async rollback(storeId, name, version) {
       const inst = await requireInstallation(storeId, name);
       await versionRow(inst.id, name, version);
-      await db.updateTable("plugin_installations").set({ current_version: version, updated_at: now() }).where("id", "=", inst.id).execute();
+      await changed(db.updateTable("plugin_installations").set({ current_version: version, updated_at: now() }).where("id", "=", inst.id).execute());
       return toInfo(await requireInstallation(storeId, name));
     },
 
@@ -301,7 +317,19 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     },
 
     async loadForRun(storeId, name, version) {
-      // One query on the hot path: store, installation and the version's source together.
+      if (version !== undefined || remembered === null) return loadFromDatabase(storeId, name, version);
+      const key = `${storeId}\u0000${name}`;
+      const known = remembered.get(key);
+      if (known !== undefined) return known;
+      const remember = remembered.begin();
+      const plugin = await loadFromDatabase(storeId, name, undefined);
+      remember(key, plugin);
+      return plugin;
+    },
+  };
+
+  async function loadFromDatabase(storeId: string, name: string, version: number | undefined): Promise<RunnablePlugin> {
+    // One query: store, installation and the version's source together.
       const row = await db
         .selectFrom("stores as s")
         .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
@@ -317,8 +345,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       const secrets = box.open(row.secrets ?? "");
       if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
       return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets };
-    },
-  };
+  }
 
   /**
    * The version an upload of `source` makes current: an existing version with the same source (an

@@ -1,0 +1,67 @@
+// Numbers committed events for the feed. An event is written without a number in the transaction of its
+// change; here, after that commits, the store's next numbers are given to its unnumbered events in a short
+// transaction of their own: the counter row of the store is incremented (its lock held to this commit, so
+// numbers commit in increasing order per store, without gaps) and the events are updated. A feed reader
+// who has seen number N can therefore never find a smaller one later, across processes, and no payment
+// waits on a store lock (docs/decisions/0004-event-feed-order.md).
+//
+// Any process may run it at any time. On PostgreSQL the events are claimed with SKIP LOCKED, so two
+// sequencers take different events, and the stores' counters are locked in store order (no deadlock). On
+// SQLite the one writer makes each pass atomic anyway.
+import { type Kysely, sql } from "kysely";
+import type { Dialect } from "../db/database.ts";
+import type { Database } from "../db/schema.ts";
+
+/** Events numbered per pass at most; a pass is one transaction. */
+const BATCH = 500;
+
+export interface Sequencer {
+  /** Numbers the unnumbered events (of one store, or all); returns how many it numbered. */
+  run(storeId?: string): Promise<number>;
+  /** Numbers one store's events when it has unnumbered ones: a feed read sees every event that committed before it. */
+  catchUp(storeId: string): Promise<void>;
+}
+
+export function createSequencer(db: Kysely<Database>, dialect: Dialect): Sequencer {
+  async function pass(storeId: string | undefined): Promise<number> {
+    return db.transaction().execute(async (tx) => {
+      let q = tx.selectFrom("events").select(["id", "store_id"]).where("seq", "is", null);
+      if (storeId !== undefined) q = q.where("store_id", "=", storeId);
+      q = q.orderBy("store_id").orderBy("pos").limit(BATCH);
+      if (dialect === "postgres") q = q.forUpdate().skipLocked();
+      const rows = await q.execute();
+      const byStore = new Map<string, string[]>();
+      for (const r of rows) byStore.set(r.store_id, [...(byStore.get(r.store_id) ?? []), r.id]);
+      // Store order: every sequencer locks counters in the same order.
+      for (const [store, ids] of [...byStore].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        const { last_seq: last } = await tx
+          .insertInto("event_sequences")
+          .values({ store_id: store, last_seq: ids.length })
+          .onConflict((oc) => oc.column("store_id").doUpdateSet({ last_seq: sql`event_sequences.last_seq + ${ids.length}` }))
+          .returning("last_seq")
+          .executeTakeFirstOrThrow();
+        const first = Number(last) - ids.length + 1;
+        const seqOf = sql.join(ids.map((id, i) => sql`when ${id} then cast(${first + i} as bigint)`), sql` `);
+        await tx.updateTable("events").set({ seq: sql<number>`case id ${seqOf} end` }).where("id", "in", ids).execute();
+      }
+      return rows.length;
+    });
+  }
+
+  async function run(storeId?: string): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await pass(storeId);
+      total += n;
+      if (n < BATCH) return total;
+    }
+  }
+
+  return {
+    run,
+    async catchUp(storeId) {
+      const waiting = await db.selectFrom("events").select("id").where("store_id", "=", storeId).where("seq", "is", null).limit(1).executeTakeFirst();
+      if (waiting !== undefined) await run(storeId);
+    },
+  };
+}

@@ -1,0 +1,70 @@
+// What one payment costs the database, counted: every statement the services send through Kysely between
+// the delivery's arrival and its answer, BEGIN and COMMIT included. The payment's transaction holds only
+// the money path (claim, compare-and-set, log lines, event with its fan-out, delivery record); the read
+// model's documents follow after the commit. A customer's history must not add statements.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { deliverSigned, paymentSetup } from "../helpers/webhook.ts";
+
+const APPLIED_MAX = 10;
+const DUPLICATE_MAX = 4;
+
+for (const dialect of DIALECTS) {
+  describe(`statements of one payment on ${dialect.name}`, { skip: dialect.skip }, () => {
+    let h: Harness;
+    let statements: string[] | null = null;
+    before(async () => {
+      h = await createHarness(dialect.name, {}, { onQuery: (sql) => statements?.push(sql) });
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    /** The statements sent while `work` runs. */
+    async function counted(work: () => Promise<unknown>): Promise<string[]> {
+      statements = [];
+      try {
+        await work();
+        return statements;
+      } finally {
+        statements = null;
+      }
+    }
+
+    test(`an applied payment sends at most ${APPLIED_MAX} statements, BEGIN and COMMIT included`, async () => {
+      const { store, invoice } = await paymentSetup(h);
+      // Warm: the plugin's first run compiles and caches what can be cached.
+      const warm = await h.checkout(store.id, { customerId: invoice.customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+      assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: warm.id })).statusCode, 200);
+      let answer: { statusCode: number; json: <T>() => T } | undefined;
+      const sent = await counted(async () => {
+        answer = await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id });
+      });
+      assert.equal(answer?.statusCode, 200);
+      assert.ok(sent.length <= APPLIED_MAX, `${sent.length} statements:\n${sent.join("\n")}`);
+    });
+
+    test(`a duplicate event sends at most ${DUPLICATE_MAX} statements`, async () => {
+      const { store, invoice } = await paymentSetup(h);
+      assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200);
+      const sent = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id }));
+      assert.ok(sent.length <= DUPLICATE_MAX, `${sent.length} statements:\n${sent.join("\n")}`);
+    });
+
+    test("a customer with 300 invoices pays with the statements of one with a single invoice, none reading the others", async () => {
+      const { store, customer, invoice } = await paymentSetup(h);
+      assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200);
+      const small = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+      const one = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: small.id }));
+      const busy = await h.customer(store.id);
+      for (let i = 0; i < 300; i++) await h.checkout(store.id, { customerId: busy.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+      const last = await h.checkout(store.id, { customerId: busy.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+      const many = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: last.id }));
+      assert.deepEqual(many, one);
+      // Nothing of the customer is read or written: no statement names the customer's invoices or documents.
+      const customerWide = many.filter((s) => /"customer_id" in|"customers"|customer_views/.test(s));
+      assert.deepEqual(customerWide, []);
+    });
+  });
+}

@@ -1,0 +1,43 @@
+// The database's triggers mark exactly the documents the read model's list of staleness rules names
+// (src/readmodel/staleness.ts): for each source table, a write to one of its rows marks the documents its
+// columns name, and nothing else.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
+import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
+import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+
+for (const dialect of DIALECTS) {
+  describe(`staleness triggers on ${dialect.name}`, { skip: dialect.skip }, () => {
+    let h: Harness;
+    before(async () => {
+      h = await createHarness(dialect.name);
+      const store = await h.store();
+      const customer = await h.customer(store.id, { discordId: "d-1" });
+      await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }], fields: [{ key: "k", value: "v", type: "text" }] });
+      const db = h.services.db.kysely;
+      await db.insertInto("reviews").values({ id: "rev_1", store_id: store.id, customer_id: customer.id, rating: 5, text: "ok", product_id: "p", created_at: 1, customer_created_at: 1 }).execute();
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    for (const [table, rules] of Object.entries(STALENESS_RULES)) {
+      test(`an update of a row of ${table} marks ${rules.map(([views, column]) => `its ${column}'s ${views}`).join(" and ")}`, async () => {
+        const db = h.services.db.kysely;
+        await h.services.projector.drain();
+        const columns = [...new Set(rules.map(([, column]) => column))];
+        const { rows } = await sql<Record<string, string>>`select ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(table)} limit 1`.execute(db);
+        const row = rows[0];
+        assert.ok(row, `a row of ${table} to update`);
+        // An update that changes nothing still is a write: the documents it may have changed are marked.
+        await sql`update ${sql.table(table)} set ${sql.ref(columns[0]!)} = ${sql.ref(columns[0]!)} where ${sql.ref(columns[0]!)} = ${row[columns[0]!]!}`.execute(db);
+        for (const views of ["customer_views", "invoice_views"] as const) {
+          const marked = (await db.selectFrom(`stale_${views}`).select("doc_id").distinct().execute()).map((r) => r.doc_id).sort();
+          const expected: string[] = [...new Set(rules.filter(([v]) => v === views).map(([, column]) => row[column]!))].sort();
+          assert.deepEqual(marked, expected, `${views} marked by a write to ${table}`);
+        }
+      });
+    }
+  });
+}
