@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
-import { evaluate, expectError, run } from "./helpers.ts";
+import { evaluate, expectError, returned, run } from "./helpers.ts";
 
 let sandbox: Sandbox;
 before(() => {
@@ -19,12 +19,7 @@ function luaBytes(s: string): string {
   return `"${[...Buffer.from(s, "utf8")].map((b) => `\\${b}`).join("")}"`;
 }
 
-/** Runs a chunk that returns a string, and returns that string. */
-async function chunk(source: string): Promise<string> {
-  const outcome = await run(sandbox, `local result = (function() ${source} end)()\nreturn { status = "ignore", invoiceId = result }`);
-  assert.ok(outcome.ok, `chunk failed: ${JSON.stringify(outcome)}\n${source}`);
-  return outcome.result.invoiceId ?? "";
-}
+const chunk = (source: string) => returned(sandbox, source);
 
 /** Input dkjson refuses too: [text, position, message] as dkjson returns them. */
 const DKJSON_REFUSALS: [string, number, string][] = [
