@@ -794,6 +794,34 @@ local function safe_collectgarbage(opt, ...)
   return collectgarbage(opt, ...)
 end
 
+-- a <= b through __lt. Stock Lua 5.4 is built with LUA_COMPAT_5_3, whose LUA_COMPAT_LT_LE makes the VM
+-- answer a <= b with not (b < a) when neither operand's metatable has __le; this VM was built without it
+-- and raises "attempt to compare". The VM reads metamethods raw from metatables, so setmetatable is the
+-- only place to act: a metatable with __lt and no __le is given this __le, which does what stock's VM does.
+local function objtypename(v)
+  local mt = metatable_of(v)
+  local name = type(mt) == "table" and rawget(mt, "__name") or nil
+  if type(name) == "string" then return name end
+  return type(v)
+end
+
+local function le_through_lt(a, b)
+  -- The VM found this __le on a, or on b when a had none. Stock would still prefer b's own __le,
+  -- then __lt from b, then from a, called as (b, a) either way.
+  local mb, ma = metatable_of(b), metatable_of(a)
+  mb = type(mb) == "table" and mb or nil
+  local le = mb and rawget(mb, "__le")
+  if le ~= nil and le ~= le_through_lt then return le(a, b) end
+  local lt = mb and rawget(mb, "__lt")
+  if lt == nil and type(ma) == "table" then lt = rawget(ma, "__lt") end
+  if lt == nil then -- __lt was removed after setmetatable
+    local t1, t2 = objtypename(a), objtypename(b)
+    if t1 == t2 then error("attempt to compare two " .. t1 .. " values", 2) end
+    error("attempt to compare " .. t1 .. " with " .. t2, 2)
+  end
+  return not lt(b, a)
+end
+
 -- Finalizers would run during a later run (another store's), so objects cannot get one.
 local function safe_setmetatable(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("__gc metamethods are not allowed in plugins", 2) end
@@ -802,6 +830,7 @@ local function safe_setmetatable(t, mt)
   if mt ~= nil and type(mt) ~= "table" then error("bad argument #2 to 'setmetatable' (nil or table expected)", 2) end
   local ok, err = pcall(setmetatable, t, mt)
   if not ok then error(err, 2) end -- "cannot change a protected metatable"
+  if mt ~= nil and rawget(mt, "__lt") ~= nil and rawget(mt, "__le") == nil then rawset(mt, "__le", le_through_lt) end
   return t
 end
 

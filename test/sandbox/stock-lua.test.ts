@@ -74,3 +74,37 @@ return table.concat(r, "\n")`;
     assert.equal(await returned(sandbox, script), stock);
   });
 });
+
+describe("<= through __lt (LUA_COMPAT_LT_LE)", () => {
+  test("a <= b is not (b < a) when neither metatable has __le; a real __le still wins", async () => {
+    const script = String.raw`local Version = {}
+Version.__index = Version
+Version.__lt = function(a, b) return a.n < b.n end
+local function v(n) return setmetatable({ n = n }, Version) end
+local r = { tostring(v(1) <= v(2)), tostring(v(2) <= v(2)), tostring(v(3) <= v(2)), tostring(v(2) >= v(1)), tostring(v(1) >= v(2)) }
+local plain = setmetatable({ n = 5 }, {})
+r[#r + 1] = tostring(plain <= v(7))
+local B = setmetatable({}, { __le = function() return false end })
+r[#r + 1] = tostring(setmetatable({}, { __lt = function() return false end }) <= B)
+r[#r + 1] = tostring(setmetatable({}, { __lt = function() return false end, __le = function() return 1 end }) <= {})
+local ok, err = pcall(function() local x = {} <= {} return x end)
+r[#r + 1] = (err:gsub("^[^:]*:(%d+):", "line %1:"))
+return table.concat(r, " ")`;
+    // What stock Lua 5.4.4 prints.
+    const stock = "true true false true false true false true line 11: attempt to compare two table values";
+    assert.equal(await returned(sandbox, script), stock);
+  });
+
+  test("once __lt is removed, <= raises stock's message at the script's line", async () => {
+    const script = String.raw`local Money = { __lt = function(a, b) return a.cents < b.cents end, __name = "Money" }
+local a, b = setmetatable({ cents = 1 }, Money), setmetatable({ cents = 2 }, Money)
+local before = a <= b
+Money.__lt = nil
+local ok, err = pcall(function() local x = a <= b return x end)
+local ok2, err2 = pcall(function() local x = a <= 5 return x end)
+return tostring(before) .. " | " .. (err:gsub("^[^:]*:(%d+):", "line %1:")) .. " | " .. (err2:gsub("^[^:]*:(%d+):", "line %1:"))`;
+    // What stock Lua 5.4.4 prints.
+    const stock = "true | line 5: attempt to compare two Money values | line 6: attempt to compare Money with number";
+    assert.equal(await returned(sandbox, script), stock);
+  });
+});
