@@ -16,11 +16,13 @@ local concat = table.concat
 local floor, huge, randomseed = math.floor, math.huge, math.randomseed
 local utf8char, char = utf8.char, string.char
 
--- string.dump would hand out bytecode; it goes from the real library too, because the string
--- metatable's __index (what ("x"):method() uses) is that real table. The metatable itself is
--- locked so scripts can neither read nor change it: getmetatable("") returns false.
+-- string.dump would hand out bytecode; it goes from the real library too, which is what the string
+-- metatable's __index (what ("x"):method() uses) points at between runs. During a run it points at the
+-- run's own copy (see `run`). The metatable itself is locked so scripts can neither read nor change it:
+-- getmetatable("") returns false.
 string.dump = nil
-getmetatable("").__metatable = false
+local string_lib, string_meta = string, getmetatable("")
+string_meta.__metatable = false
 
 local function copy(src)
   local t = {}
@@ -956,7 +958,12 @@ local function run(chunk, method, body, headers, query, store_id, plugin_name, p
   current = st
   local env = new_env(st, method, body, headers, query, store_id, plugin_name, plugin_version, secrets)
   setupvalue(chunk, 1, env)
+  -- As in stock Lua, a function the script adds to `string` is a method of every string: the metatable
+  -- leads to this run's own string table, and back to the untouched library when the run ends, so no run
+  -- sees another's additions. Nothing here calls string methods, so a script's changes cannot reach it.
+  string_meta.__index = env.string
   local ok, res = pcall(chunk)
+  string_meta.__index = string_lib
   setupvalue(chunk, 1, nil)   -- the cached chunk must not keep this run's data alive
   local kind, a, b, c
   if st.rejected ~= nil then

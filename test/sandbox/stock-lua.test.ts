@@ -108,3 +108,14 @@ return tostring(before) .. " | " .. (err:gsub("^[^:]*:(%d+):", "line %1:")) .. "
     assert.equal(await returned(sandbox, script), stock);
   });
 });
+
+describe("functions added to string", () => {
+  test("a function added to string can be called as a method, as in stock Lua", async () => {
+    const script = String.raw`function string.trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+string.startswith = function(s, prefix) return s:sub(1, #prefix) == prefix end
+local s = "  t=1700000000,v1=abc  "
+return "[" .. s:trim() .. "] " .. tostring(("whsec_x"):startswith("whsec_")) .. " " .. tostring(("x").trim == string.trim)`;
+    // What stock Lua 5.4.4 prints.
+    assert.equal(await returned(sandbox, script), "[t=1700000000,v1=abc] true true");
+  });
+});
