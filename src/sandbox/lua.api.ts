@@ -40,6 +40,8 @@ export interface EmscriptenLua {
   _lua_stringtonumber(L: number, s: number): number;
   _lua_createtable(L: number, narr: number, nrec: number): void;
   _lua_rawset(L: number, idx: number): void;
+  _lua_settable(L: number, idx: number): void;
+  _lua_seti(L: number, idx: number, n: bigint): void;
   _lua_rawgeti(L: number, idx: number, n: bigint): number;
   _lua_getfield(L: number, idx: number, k: number): number;
   _lua_setfield(L: number, idx: number, k: number): void;

@@ -4,7 +4,9 @@
 // semantics of dkjson's reader: strings are the exact bytes (invalid UTF-8 included, pushed straight
 // from the source string when they hold no escape), numbers of any length are converted by Lua itself
 // (lua_stringtonumber, so 42 is an integer and 42.0 a float), \u escapes become UTF-8 with surrogate
-// pairs joined, objects and arrays get the metatables the caller passes, null becomes `nullval`.
+// pairs joined, objects and arrays get the metatables the caller passes and are filled through them (a
+// __newindex is called, as dkjson's assignments call it), null becomes `nullval`. Whitespace is what
+// dkjson skips: Lua's %s (\f and \v too), byte-order marks and // or /* */ comments.
 // Bad input gives dkjson's shape, `nil, position, message`, with dkjson's wording ("unterminated
 // array at line 1, column 1") wherever dkjson refuses the input too.
 import type { LuaBytes } from "./lua.api.ts";
@@ -51,6 +53,12 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
   const m = api.m;
   let scratch = new Uint8Array(256);
   let numberBuf = new Uint8Array(64);
+  /**
+   * Objects and arrays left open by decodes further down the stack: a __newindex runs Lua code inside this
+   * reader and may call json.decode again. MAX_DEPTH counts them all, so the reader's recursion (JavaScript
+   * frames, whose exhaustion could strike inside Lua's own code) stays as bounded as for a single decode.
+   */
+  let openBelow = 0;
 
   return (L) => {
     m._lua_settop(L, ARG_ARRAY_META);
@@ -71,6 +79,7 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     let i = Math.min(end, Math.max(0, Math.floor(m._lua_tonumberx(L, ARG_POS, 0)) - 1));
     /** Where each open object or array starts, innermost last: an input that ends names the innermost. */
     const open: number[] = [];
+    const below = openBelow;
 
     /** The input ended where more was needed. */
     const ended = (): SyntaxFailure => {
@@ -82,8 +91,11 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     const skip = (): void => {
       while (i < end) {
         const c = src[i]!;
-        if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return;
-        i++;
+        if (c === 0x20 || (c >= 0x09 && c <= 0x0d)) i++; // Lua's %s: space, \t, \n, \v, \f, \r
+        else if (c === 0xef && src[i + 1] === 0xbb && src[i + 2] === 0xbf) i += 3; // a byte-order mark, anywhere
+        else if (c === 0x2f && src[i + 1] === 0x2f) i = lineEnd(src, i + 2);
+        else if (c === 0x2f && src[i + 1] === 0x2a) i = blockCommentEnd(src, i + 2);
+        else return;
       }
     };
 
@@ -183,7 +195,7 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
     };
 
     const enter = (at: number): void => {
-      if (open.length >= MAX_DEPTH) throw new SyntaxFailure("too deeply nested", at);
+      if (below + open.length >= MAX_DEPTH) throw new SyntaxFailure("too deeply nested", at);
       if (!m._lua_checkstack(L, 4)) throw new SyntaxFailure("too deeply nested", at);
       open.push(at);
     };
@@ -216,7 +228,10 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
           i++;
           skip();
           pushValue();
-          m._lua_rawset(L, -3);
+          if (objectMeta) {
+            openBelow = below + open.length; // for a json.decode called by __newindex
+            m._lua_settable(L, -3); // through the metatable: its __newindex sees each new key
+          } else m._lua_rawset(L, -3);
           skip();
           const next = src[i];
           if (next === 0x7d) break;
@@ -246,7 +261,10 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
         let n = 0;
         for (;;) {
           pushValue();
-          m._lua_rawseti(L, -2, BigInt(++n));
+          if (arrayMeta) {
+            openBelow = below + open.length;
+            m._lua_seti(L, -2, BigInt(++n));
+          } else m._lua_rawseti(L, -2, BigInt(++n));
           skip();
           const next = src[i];
           if (next === 0x5d) break;
@@ -281,7 +299,6 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
 
     let failure: SyntaxFailure;
     try {
-      if (whole && i === 0 && src[0] === 0xef && src[1] === 0xbb && src[2] === 0xbf) i = 3;
       skip();
       pushValue();
       const after = i; // dkjson's second result: the position right after the value
@@ -292,8 +309,10 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
       m._lua_pushinteger(L, BigInt(after + 1));
       return 2;
     } catch (err) {
-      if (!(err instanceof SyntaxFailure)) throw err; // Lua's own errors (out of memory) keep unwinding
+      if (!(err instanceof SyntaxFailure)) throw err; // Lua's own errors (out of memory, a __newindex's) keep unwinding
       failure = err;
+    } finally {
+      openBelow = below;
     }
     m._lua_settop(L, ARG_ARRAY_META);
     m._lua_pushnil(L);
@@ -306,6 +325,18 @@ export function createJsonDecoder(api: LuaBytes): HostFunction {
 const TRUE = [0x74, 0x72, 0x75, 0x65];
 const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];
 const NULL = [0x6e, 0x75, 0x6c, 0x6c];
+
+/** Where a // comment starting before `from` ends: at the next line break, or at the end of the input. */
+function lineEnd(src: Uint8Array, from: number): number {
+  for (let k = from; k < src.length; k++) if (src[k] === 0x0a || src[k] === 0x0d) return k;
+  return src.length;
+}
+
+/** Just past the "*\/" closing a comment whose body starts at `from`; a comment never closed runs to the end, as in dkjson. */
+function blockCommentEnd(src: Uint8Array, from: number): number {
+  for (let k = from; k + 1 < src.length; k++) if (src[k] === 0x2a && src[k + 1] === 0x2f) return k + 2;
+  return src.length;
+}
 
 /** Characters that begin some JSON value other than a string. */
 function startsValue(c: number): boolean {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
-import { evaluate, expectError, run } from "./helpers.ts";
+import { evaluate, expectError, returned, run } from "./helpers.ts";
 
 let sandbox: Sandbox;
 before(() => {
@@ -19,12 +19,7 @@ function luaBytes(s: string): string {
   return `"${[...Buffer.from(s, "utf8")].map((b) => `\\${b}`).join("")}"`;
 }
 
-/** Runs a chunk that returns a string, and returns that string. */
-async function chunk(source: string): Promise<string> {
-  const outcome = await run(sandbox, `local result = (function() ${source} end)()\nreturn { status = "ignore", invoiceId = result }`);
-  assert.ok(outcome.ok, `chunk failed: ${JSON.stringify(outcome)}\n${source}`);
-  return outcome.result.invoiceId ?? "";
-}
+const chunk = (source: string) => returned(sandbox, source);
 
 /** Input dkjson refuses too: [text, position, message] as dkjson returns them. */
 const DKJSON_REFUSALS: [string, number, string][] = [
@@ -118,6 +113,102 @@ return table.concat(out, "\\0")`;
     assert.equal(await chunk(`return select(2, json.decode(" 42 ")) .. " " .. select(2, json.decode("[1] [2]", 4)) .. " " .. json.decode("[1] [2]", 4)[1]`), "4 8 2");
     assert.equal(await chunk(`local v, p, m = json.decode("[1]", 10) return tostring(v) .. " " .. p .. " " .. m`), "nil 4 no valid JSON value (reached the end)");
     assert.equal(await chunk(`return json.decode("[1]", 0)[1] .. " " .. json.decode("[1]", -3)[1] .. " " .. json.decode("[1]", "2")`), "1 1 1");
+  });
+});
+
+// Input dkjson's reader accepts beyond strict JSON, and its use of objectmeta (issue 31, item 14). Each
+// expected value is what stock Lua 5.4.4 with dkjson 2.6 (Debian's lua5.4 and lua-dkjson) printed for
+// the same script: save it as x.lua and run `lua5.4 -e 'print((loadfile("x.lua"))())'`.
+describe("input dkjson accepts and objectmeta's __newindex", () => {
+  test("// and /* */ comments are skipped wherever whitespace may be", async () => {
+    const script = String.raw`local json = require("dkjson")
+local r = {}
+local function put(v, pos, err) r[#r + 1] = json.encode(v, { keyorder = { "ok", "ids", "a", "b" } }) .. " " .. tostring(pos) .. (err and " " .. err or "") end
+put(json.decode('// sent by the provider\n{"ok": /* always */ true, "ids": [1, 2 /* two */, 3] // the rest\n}'))
+put(json.decode("/* a */ /* b */ [1] // no newline at the end"))
+put(json.decode('{"a": 1, //x\r"b" /**/ : /***/ 2}'))
+put(json.decode("[1, /* never closed"))
+put(json.decode("[1, // never ends"))
+put(json.decode("[1, / 2]"))
+put(json.decode("/*/ 5 */ 6"))
+return table.concat(r, "\n")`;
+    // What stock Lua 5.4.4 + dkjson 2.6 print.
+    const stock = [
+      '{"ok":true,"ids":[1,2,3]} 91',
+      "[1] 20",
+      '{"a":1,"b":2} 33',
+      "null 20 unterminated array at line 1, column 1",
+      "null 18 unterminated array at line 1, column 1",
+      "null 5 no valid JSON value at line 1, column 5",
+      "6 11",
+    ].join("\n");
+    assert.equal(await chunk(script), stock);
+  });
+
+  test("\\f and \\v are whitespace, and a byte-order mark is skipped with a start position too", async () => {
+    const script = String.raw`local json = require("dkjson")
+local r = {}
+local function put(v, pos, err) r[#r + 1] = json.encode(v, { keyorder = { "ok", "ids", "a", "b" } }) .. " " .. tostring(pos) .. (err and " " .. err or "") end
+put(json.decode("\f[\v1,\f2\v]\v"))
+put(json.decode('{\f"a"\v:\f"b"\v}'))
+put(json.decode("\239\187\191{\"a\":1}", 1))
+put(json.decode("\239\187\191[7]"))
+put(json.decode("[1,\239\187\191 2]"))
+put(json.decode("xx\239\187\191[3]", 3))
+put(json.decode("\239\187\191"))
+return table.concat(r, "\n")`;
+    // What stock Lua 5.4.4 + dkjson 2.6 print.
+    const stock = ["[1,2] 10", '{"a":"b"} 14', '{"a":1} 11', "[7] 7", "[1,2] 10", "[3] 9", "null 4 no valid JSON value (reached the end)"].join("\n");
+    assert.equal(await chunk(script), stock);
+  });
+
+  test("objectmeta's and arraymeta's __newindex is called for each new key, in document order", async () => {
+    const script = String.raw`local json = require("dkjson")
+local seen = {}
+local Ordered = { __newindex = function(t, k, v)
+  seen[#seen + 1] = tostring(k) .. "=" .. (type(v) == "table" and "{}" or tostring(v))
+  rawset(t, k, v)
+end }
+local obj = json.decode('{"z": 1, "a": {"y": null, "b": 2}, "m": [3, null, 4], "z": 5}', 1, nil, Ordered, Ordered)
+local r = { table.concat(seen, ","), tostring(obj.z), tostring(obj.a.b), tostring(obj.m[1]) .. tostring(obj.m[2]) .. tostring(obj.m[3]) }
+local lower = { __newindex = function(t, k, v) rawset(t, type(k) == "string" and k:lower() or k, v) end }
+local h = json.decode('{"Content-Type": "x", "X-Id": 7}', 1, nil, lower)
+r[#r + 1] = tostring(h["content-type"]) .. " " .. tostring(h["x-id"]) .. " " .. tostring(rawget(h, "X-Id"))
+local ok, err = pcall(json.decode, '{"a": 1}', 1, nil, { __newindex = function() error("no new keys", 0) end })
+r[#r + 1] = tostring(ok) .. " " .. tostring(err)
+local sink = {}
+local t = json.decode('{"a": 1, "b": 2}', 1, nil, { __newindex = sink })
+r[#r + 1] = tostring(rawget(t, "a")) .. " " .. tostring(sink.a) .. " " .. tostring(sink.b)
+return table.concat(r, " | ")`;
+    // What stock Lua 5.4.4 + dkjson 2.6 print.
+    const stock = "z=1,y=nil,b=2,a={},1=3,2=nil,3=4,m={} | 5 | 2 | 3nil4 | x 7 nil | false no new keys | nil 1 2";
+    assert.equal(await chunk(script), stock);
+  });
+
+  test("a __newindex that calls json.decode itself (the reader re-entered) gets dkjson's tables", async () => {
+    const script = String.raw`local json = require("dkjson")
+local Nested = {}
+Nested.__newindex = function(t, k, v)
+  if type(v) == "string" and v:sub(1, 1) == "{" then v = json.decode(v, 1, nil, Nested, nil) end
+  rawset(t, k, v)
+end
+local text = '{"id": "evt\\u00e9_1", "payload": "{\\"amount\\": 4999, \\"note\\": \\"caf\\\\u00e9\\", \\"deep\\": \\"{\\\\\\"n\\\\\\": 1.5e3}\\"}", "after": "tab\\there", "n": 12}'
+local v = json.decode(text, 1, nil, Nested, nil)
+return table.concat({ v.id, tostring(v.payload.amount), v.payload.note, tostring(v.payload.deep.n), v.after, tostring(v.n) }, "|")`;
+    // What stock Lua 5.4.4 + dkjson 2.6 print.
+    assert.equal(await chunk(script), "evt\u00e9_1|4999|caf\u00e9|1500.0|tab\there|12");
+  });
+
+  test("an error raised in __newindex reaches json.decode's caller as it was raised, and decoding goes on working", async () => {
+    const script = String.raw`local json = require("dkjson")
+local bad = select(2, pcall(json.decode, '[1]', 1, nil, nil, { __newindex = function() error({ code = 7 }) end }))
+local ok, err = pcall(function()
+  local v = json.decode('{"a": [1, 2]}', 1, nil, nil, { __newindex = function(t, k) if k == 2 then error("no second element") end end })
+  return v
+end)
+return type(bad) .. " " .. tostring(bad.code) .. " | " .. tostring(ok) .. " " .. (err:gsub("^[^:]*:(%d+):", "line %1:")) .. " | " .. json.encode((json.decode('{"after":[true]}')))`;
+    // What stock Lua 5.4.4 + dkjson 2.6 print.
+    assert.equal(await chunk(script), 'table 7 | false line 4: no second element | {"after":[true]}');
   });
 });
 

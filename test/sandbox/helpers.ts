@@ -42,6 +42,13 @@ export async function evaluate(sandbox: Sandbox, expression: string, overrides: 
   return outcome.result.invoiceId ?? "";
 }
 
+/** Runs a chunk whose body returns a string (a whole script written for stock Lua), and returns that string. */
+export async function returned(sandbox: Sandbox, source: string): Promise<string> {
+  const outcome = await run(sandbox, `local result = (function() ${source} end)()\nreturn { status = "ignore", invoiceId = result }`);
+  assert.ok(outcome.ok, `chunk failed: ${JSON.stringify(outcome)}\n${source}`);
+  return outcome.result.invoiceId ?? "";
+}
+
 export function expectError(outcome: RunOutcome, kind: string, message?: RegExp): void {
   assert.equal(outcome.ok, false, `expected a ${kind}, got ${JSON.stringify(outcome)}`);
   if (outcome.ok) return;

@@ -96,6 +96,16 @@ const cases: Case[] = [
   // The Lua stack reaches the memory limit before Lua's own limit of a million slots.
   { name: "infinite recursion", source: `local function f(n) return 1 + f(n + 1) end return f(1)`, expect: memory },
   { name: "C stack exhaustion through gsub callbacks", source: `local function f(s) return (s:gsub(".", f)) end return f("ab")`, expect: scriptError(/stack overflow/) },
+  // A __newindex runs inside json.decode's reader and may call it again: the nesting limit counts every
+  // decode on the stack, so the reader's recursion (JavaScript frames) stays as bounded as for one decode.
+  { name: "json.decode re-entered from a __newindex deep inside nested input", source: `local text = string.rep("[", 950) .. '{"x": 1}' .. string.rep("]", 950)
+local meta, inner
+meta = { __newindex = function(t, k, v) rawset(t, k, v) inner = select(3, json.decode(text, 1, nil, meta, nil)) end }
+json.decode(text, 1, nil, meta, nil)
+return { status = "ignore", invoiceId = inner }`, expect: (o) => assert.deepEqual(o.ok && o.result, { status: "ignore", invoiceId: "too deeply nested at line 1, column 50" }) },
+  { name: "json.decode re-entered from __newindex without end", source: `local meta
+meta = { __newindex = function() json.decode('{"x": 1}', 1, nil, meta) end }
+json.decode('{"x": 1}', 1, nil, meta)`, expect: scriptError(/C stack overflow/) },
   { name: "C stack exhaustion through __index functions", source: `local t = setmetatable({}, {}) getmetatable(t).__index = function(t, k) return t[k .. "x"] end return t.a`, expect: scriptError(/stack overflow/) },
 
   // Escapes: the process, the file system, the debug library, bytecode.

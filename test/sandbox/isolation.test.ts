@@ -50,8 +50,19 @@ describe("isolation between runs on one reused Lua state", () => {
     expectError(await run(sandbox, `getmetatable("").__index = {upper = function() return "pwned" end}`), "script_error", /attempt to index a boolean value/);
     expectError(await run(sandbox, `setmetatable("", {})`), "script_error", /bad argument #1 to 'setmetatable' \(table expected, got string\)/);
     const poison = await run(sandbox, `string.upper = function() return "pwned" end; string.rep = nil; string.format = error; return {status="ignore", invoiceId=("x"):upper()}`);
-    assert.deepEqual(poison.ok && poison.result, { status: "ignore", invoiceId: "X" }); // method calls use the untouched library
+    assert.deepEqual(poison.ok && poison.result, { status: "ignore", invoiceId: "pwned" }); // method calls see the run's own string table, as in stock Lua
     assert.equal(await evaluate(sandbox, `("abc"):upper() .. string.upper("d") .. string.rep("e", 2) .. string.format("%d", 7) .. tostring(getmetatable(""))`), "ABCDee7false");
+  });
+
+  test("a function one run adds to string is not visible to the next run, as a method or a field", async () => {
+    const first = await run(sandbox, `function string.trim(s) return "A:" .. s end
+string.upper = function() return secrets.signingSecret end
+return {status="ignore", invoiceId=("x"):trim() .. ("y"):upper()}`, storeA);
+    assert.deepEqual(first.ok && first.result, { status: "ignore", invoiceId: "A:xsecret-of-store-A" });
+    // A run that fails after changing string leaves nothing behind either.
+    expectError(await run(sandbox, `string.trim = function() return "failed run" end error("boom")`, storeA), "script_error", /boom/);
+    const next = await evaluate(sandbox, `tostring(("x").trim) .. " " .. tostring(string.trim) .. " " .. ("b"):upper() .. " " .. select(2, pcall(function() local s = ("x"):trim() return s end))`, storeB);
+    assert.equal(next, "nil nil B [plugin]:1: attempt to call a nil value (method 'trim')");
   });
 
   test("library tables (table, math, os, utf8, coroutine, json, base64) are fresh copies every run", async () => {
