@@ -57,8 +57,8 @@ function postgresProcesses(): Map<number, number> | null {
 }
 
 export interface PostgresCpu {
-  /** Every `postgres` process. */
-  all: number;
+  /** Every `postgres` process, by pid. */
+  all: Map<number, number>;
   /** This server's backends (its application_name), by pid. */
   own: Map<number, number>;
 }
@@ -72,16 +72,20 @@ export async function postgresCpu(client: pg.Client, applicationName: string): P
   const { rows } = await client.query<{ pid: number }>("select pid from pg_stat_activity where application_name = $1", [applicationName]);
   const processes = postgresProcesses();
   if (processes === null) return null;
-  let all = 0;
-  for (const micros of processes.values()) all += micros;
-  return { all, own: new Map(rows.filter((r) => processes.has(r.pid)).map((r) => [r.pid, processes.get(r.pid)!])) };
+  return { all: processes, own: new Map(rows.filter((r) => processes.has(r.pid)).map((r) => [r.pid, processes.get(r.pid)!])) };
 }
 
-/** CPU between two readings: all processes, and the server's backends (one that started since counts whole). */
+/**
+ * CPU between two readings, process by process: one that started since counts whole, one that ended
+ * since is left out (its last share unknown), so that a backend exiting never makes the sum go back.
+ */
 export function postgresCpuSpent(before: PostgresCpu, after: PostgresCpu): { all: number; own: number } {
-  let own = 0;
-  for (const [pid, micros] of after.own) own += micros - (before.own.get(pid) ?? 0);
-  return { all: after.all - before.all, own };
+  const spent = (b: Map<number, number>, a: Map<number, number>) => {
+    let sum = 0;
+    for (const [pid, micros] of a) sum += micros - (b.get(pid) ?? 0);
+    return sum;
+  };
+  return { all: spent(before.all, after.all), own: spent(before.own, after.own) };
 }
 
 /** The read model's gauges, or null when the server has none. */
