@@ -1,167 +1,213 @@
-// Webhook benchmark (issue 4): deliveries per second and p50/p99 latency at 32 connections through the real
-// app, with the Stripe-style plugin in the sandbox —
-//   · pushInvoice on distinct pending invoices, SQLite and PostgreSQL;
-//   · the ignore path, against the same route with the plugin logic in plain TypeScript (target ≥ 0.5×);
-//   · with --baseline DIR (a checkout of an earlier commit, with its node_modules), the same cases served by
-//     that checkout side by side in the same run: what this version's money path costs (durable commits,
-//     once-per-event claims) against the one before it.
-// Servers run in child processes, autocannon here; rounds alternate and medians are reported.
-//   node bench/webhook/run.ts [--rounds 3] [--duration 5] [--connections 32] [--dialects sqlite,postgres] [--baseline DIR]
-import { type ChildProcess, fork } from "node:child_process";
-import { once } from "node:events";
-import { mkdirSync, writeFileSync } from "node:fs";
+// Webhook benchmark (issues 4, 11 and 27): the real app of a checkout in its own process per database, the
+// Stripe-style Lua plugin in the sandbox, every delivery signed; autocannon here. With --baseline DIR
+// (another checkout, with its node_modules) the same cases run on that version side by side: rounds
+// interleave the two sides (their order swapped each round) so that the machine's moods hit both, and
+// every figure is a median of rounds. The cases (cases.ts, layout.ts):
+//   ignore            deliveries the plugin answers `ignore` (verified, recorded, nothing applied)
+//   push              pushInvoice on distinct pending invoices of one store, customers with 5 invoices each
+//   push-stores       the same spread round-robin over --stores stores, each with its own plugin installation
+//   push-history      pushInvoice for customers with --history-invoices invoices each
+//   reads-alone       list reads (invoices and customers pages, API key) at a fixed rate
+//   reads-burst       the same reads while a pushInvoice burst runs at full rate on the same store
+//   ignore-ts         (--plain-ts) `ignore` with the plugin in plain TypeScript instead of the sandbox
+// Beside each: server CPU and PostgreSQL CPU per request, and after payments the read model's catch-up
+// (new code's storefront_readmodel_backlog gauge; "n/a" without it). The disk's own commit rate (disk.ts)
+// is measured first. Results: results/latest.json and a markdown table on stdout; progress on stderr.
+//   node bench/webhook/run.ts [--rounds 5] [--duration 5] [--baseline DIR] [--dialects sqlite,postgres] …
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
-import { eventBody, stripeSignature } from "./plugin.ts";
-import type { WebhookServerReady } from "./server.ts";
+import pg from "pg";
+import { PG } from "../lib/bench-database.ts";
+import { CASES, type CaseId, planRound, ROUND_ORDER, type PlanSettings } from "./cases.ts";
+import { type DiskRates, measureDisk } from "./disk.ts";
+import { serverCpu } from "./probes.ts";
+import type { ServerMessage } from "./protocol.ts";
+import { markdown, ratios, type Samples, type Side, summarizeAll } from "./report.ts";
+import { type RoundSample, runRound, type Server } from "./round.ts";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+const HERE = import.meta.dirname;
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "5" },
     duration: { type: "string", default: "5" },
     connections: { type: "string", default: "32" },
     dialects: { type: "string", default: "sqlite,postgres" },
-    invoices: { type: "string", default: "60000" },
+    root: { type: "string", default: path.resolve(HERE, "..", "..") },
     baseline: { type: "string" },
+    cases: { type: "string" },
+    invoices: { type: "string", default: "30000" },
+    stores: { type: "string", default: "32" },
+    "history-customers": { type: "string", default: "32" },
+    "history-invoices": { type: "string", default: "5000" },
+    "reads-customers": { type: "string", default: "1000" },
+    "read-rate": { type: "string", default: "50" },
+    "read-connections": { type: "string", default: "8" },
+    "plain-ts": { type: "boolean", default: false },
+    "disk-seconds": { type: "string", default: "3" },
+    "catchup-timeout": { type: "string", default: "30" },
   },
 });
 const rounds = Number(args.rounds);
 const duration = Number(args.duration);
-const connections = Number(args.connections);
-const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-
-async function startServer(dialect: string, mode: string, invoices: number, root?: string): Promise<{ child: ChildProcess; ready: WebhookServerReady }> {
-  const script = root === undefined ? path.join(HERE, "server.ts") : path.join(path.resolve(root), "bench", "webhook", "server.ts");
-  const child = fork(script, ["--dialect", dialect, "--mode", mode, "--invoices", String(invoices)], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-    ...(root === undefined ? {} : { cwd: path.resolve(root) }),
-  });
-  const [ready] = (await once(child, "message")) as [WebhookServerReady];
-  return { child, ready };
-}
-
-interface Sample {
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-}
-
-async function load(port: number, storeId: string, nextBody: () => string): Promise<Sample> {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}/api/paymentPlugins?pluginName=stripe&storeId=${storeId}`,
-    connections,
-    duration,
-    method: "POST",
-    requests: [
-      {
-        setupRequest: (req) => {
-          const body = nextBody();
-          return { ...req, body, headers: { "content-type": "application/json", "stripe-signature": stripeSignature(body) } };
-        },
-      },
-    ],
-  });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const summarize = (samples: Sample[]) => ({
-  rps: Math.round(median(samples.map((s) => s.rps))),
-  p50: median(samples.map((s) => s.p50)),
-  p99: median(samples.map((s) => s.p99)),
-  non2xx: samples.reduce((a, s) => a + s.non2xx, 0),
-  rounds: samples.map((s) => Math.round(s.rps)),
-});
-
 const dialects = args.dialects.split(",").filter(Boolean);
-const results: Record<string, ReturnType<typeof summarize>> = {};
-const servers: ChildProcess[] = [];
-try {
-  // The ignore path: sandbox vs plain TypeScript (and the baseline's sandbox), same route, lookups and delivery record (SQLite).
-  log("starting ignore-path servers on sqlite");
-  const ignoreServers: [string, Awaited<ReturnType<typeof startServer>>][] = [
-    ["ignore, sandboxed Lua (sqlite)", await startServer("sqlite", "lua", 0)],
-    ["ignore, plain TypeScript (sqlite)", await startServer("sqlite", "ts", 0)],
-  ];
-  if (args.baseline) ignoreServers.push(["ignore, sandboxed Lua, baseline (sqlite)", await startServer("sqlite", "lua", 0, args.baseline)]);
-  servers.push(...ignoreServers.map(([, s]) => s.child));
-  const ignoreBody = eventBody("customer.created", "none");
-  const ignore = new Map<string, Sample[]>(ignoreServers.map(([name]) => [name, []]));
-  for (const [, s] of ignoreServers) await load(s.ready.port, s.ready.storeId, () => ignoreBody); // warm-up, not counted
-  for (let r = 0; r < rounds; r++) {
-    for (const [name, s] of ignoreServers) {
-      const sample = await load(s.ready.port, s.ready.storeId, () => ignoreBody);
-      ignore.get(name)!.push(sample);
-      log(`${name} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx}`);
-    }
-  }
-  for (const [name, samples] of ignore) results[name] = summarize(samples);
-  for (const [, s] of ignoreServers) {
-    s.child.disconnect();
-    await once(s.child, "exit");
-  }
+const roots: Partial<Record<Side, string>> = { this: path.resolve(args.root), ...(args.baseline ? { baseline: path.resolve(args.baseline) } : {}) };
+const sides = Object.keys(roots) as Side[];
+const wanted = new Set<CaseId>(args.cases ? (args.cases.split(",") as CaseId[]) : ROUND_ORDER.filter((id) => id !== "ignore-ts" || args["plain-ts"]));
+for (const id of wanted) if (!(id in CASES)) throw new Error(`unknown case ${id}; one of ${ROUND_ORDER.join(", ")}`);
+const settings: PlanSettings = { rounds, connections: Number(args.connections), readRate: Number(args["read-rate"]), readConnections: Number(args["read-connections"]) };
 
-  // pushInvoice on distinct pending invoices, each dialect (this version and the baseline in alternate rounds).
-  for (const dialect of dialects) {
-    log(`starting push server(s) on ${dialect} with ${args.invoices} pending invoices`);
-    const pushServers: [string, Awaited<ReturnType<typeof startServer>>][] = [[`pushInvoice, distinct invoices (${dialect})`, await startServer(dialect, "lua", Number(args.invoices))]];
-    if (args.baseline) pushServers.push([`pushInvoice, distinct invoices, baseline (${dialect})`, await startServer(dialect, "lua", Number(args.invoices), args.baseline)]);
-    servers.push(...pushServers.map(([, s]) => s.child));
-    const next = new Map<string, number>(pushServers.map(([name]) => [name, 0]));
-    const samples = new Map<string, Sample[]>(pushServers.map(([name]) => [name, []]));
-    for (let r = 0; r < rounds; r++) {
-      for (const [name, s] of pushServers) {
-        const sample = await load(s.ready.port, s.ready.storeId, () => {
-          const i = next.get(name)!;
-          next.set(name, i + 1);
-          return eventBody("payment_intent.succeeded", s.ready.invoiceIds[i % s.ready.invoiceIds.length]!);
-        });
-        samples.get(name)!.push(sample);
-        log(`${name} round ${r + 1}: ${Math.round(sample.rps)} req/s p99 ${sample.p99} ms non2xx ${sample.non2xx} (used ${next.get(name)} invoices)`);
+mkdirSync(path.join(HERE, "results"), { recursive: true });
+const logFile = path.join(HERE, "results", "log.txt");
+writeFileSync(logFile, "");
+const log = (line: string) => {
+  const text = `${new Date().toISOString().slice(11, 19)} ${line}\n`;
+  process.stderr.write(text);
+  writeFileSync(logFile, text, { flag: "a" });
+};
+
+const started = new Date();
+const machine = describeMachine();
+log(`${machine.cpu}, ${machine.cores} cores, node ${machine.node}, load ${machine.loadAverage.join(" ")}; sides: ${sides.map((s) => `${s} ${roots[s]} (${revision(roots[s]!)})`).join(", ")}`);
+let disk: DiskRates | null = null;
+if (Number(args["disk-seconds"]) > 0) {
+  disk = await measureDisk(Number(args["disk-seconds"]), dialects);
+  log(`disk: SQLite FULL ${disk.sqliteFull ?? "-"} commits/s; PostgreSQL ${disk.postgres1 ?? "-"}/s from 1 client, ${disk.postgres32 ?? "-"}/s from 32`);
+}
+
+const samples: Samples = {};
+// The runner's own connection, to find each server's backends in pg_stat_activity.
+const postgres = dialects.includes("postgres") ? new pg.Client({ connectionString: PG }) : null;
+await postgres?.connect();
+const live = new Set<ChildProcess>();
+process.on("SIGINT", () => {
+  for (const child of live) child.disconnect(); // each server drops its database on the way out
+  setTimeout(() => process.exit(130), 2_000);
+});
+const setup: Record<string, Partial<Record<Side, Record<string, number>>>> = {};
+for (const dialect of dialects) {
+  log(`${dialect}: starting ${sides.join(" and ")} (building the data)`);
+  const servers = Object.fromEntries(await Promise.all(sides.map(async (side) => [side, await startServer(side, dialect)] as const))) as Record<Side, Server>;
+  setup[dialect] = Object.fromEntries(sides.map((side) => [side, servers[side].layout.setupSeconds]));
+  for (const side of sides) log(`${dialect} ${side}: ready, set up in ${JSON.stringify(servers[side].layout.setupSeconds)} s; read model gauges: ${servers[side].layout.readModelGauges ? "yes" : "no"}`);
+  try {
+    samples[dialect] = await measureDialect(dialect, servers);
+    if (wanted.has("ignore-ts")) await checkPlainTs(dialect, servers);
+  } finally {
+    await Promise.all(sides.map((side) => stopServer(servers[side].child)));
+  }
+}
+
+await postgres?.end();
+const summaries = summarizeAll(samples);
+const rs = ratios(summaries, disk);
+const report = {
+  date: started.toISOString(),
+  finished: new Date().toISOString(),
+  machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+  sides: Object.fromEntries(sides.map((side) => [side, { root: roots[side], revision: revision(roots[side]!) }])),
+  settings: { ...settings, duration, dialects, cases: [...wanted], invoices: Number(args.invoices), stores: Number(args.stores), historyCustomers: Number(args["history-customers"]), historyInvoices: Number(args["history-invoices"]), readsCustomers: Number(args["reads-customers"]) },
+  setupSeconds: setup,
+  disk,
+  summaries,
+  ratios: rs,
+  samples,
+};
+writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, null, 2) + "\n");
+console.log(markdown(summaries, rs, disk, sides));
+
+/** A warm-up round (not counted), then the counted rounds: each case on every side before the next case. */
+async function measureDialect(dialect: string, servers: Record<Side, Server>): Promise<Samples[string]> {
+  const out: Samples[string] = {};
+  const record = (id: CaseId, side: Side, sample: RoundSample) => {
+    ((out[id] ??= {})[side] ??= []).push(sample);
+  };
+  for (let round = 0; round <= rounds; round++) {
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
+    const seconds = round === 0 ? Math.min(2, duration) : duration;
+    for (const id of ROUND_ORDER.filter((c) => wanted.has(c))) {
+      for (const side of order) {
+        const plan = planRound(id, servers[side].layout, round, settings);
+        if (plan === null) continue;
+        const result = await runRound(servers[side], plan, { seconds, postgres: dialect === "postgres" ? postgres : null, catchUpTimeoutMs: Number(args["catchup-timeout"]) * 1000 });
+        const label = round === 0 ? "warm-up" : `round ${round}`;
+        const main = id === "reads-burst" ? result.reads : result.payments ?? result.reads;
+        if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs}${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req, non2xx ${main.non2xx + main.errors}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}`);
+        if (id === "reads-burst" && result.payments) log(`${dialect} ${side} burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, catch-up ${result.payments.catchUpMs ?? "n/a"} ms`);
+        if (round === 0) continue;
+        if (main) record(id, side, main);
+        if (id === "reads-burst" && result.payments) record("burst", side, result.payments);
       }
     }
-    for (const [name, s] of pushServers) {
-      if (next.get(name)! > s.ready.invoiceIds.length) log(`WARNING: ran out of distinct invoices for ${name}; raise --invoices`);
-      results[name] = summarize(samples.get(name)!);
-      s.child.disconnect();
-      await once(s.child, "exit");
-    }
-  }
-} finally {
-  for (const c of servers) if (c.exitCode === null) c.kill();
-}
-
-const ratio = results["ignore, sandboxed Lua (sqlite)"]!.rps / results["ignore, plain TypeScript (sqlite)"]!.rps;
-const report = {
-  date: new Date().toISOString(),
-  machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, node ${process.version}`,
-  settings: { rounds, duration, connections },
-  results,
-  ignoreRatio: Math.round(ratio * 100) / 100,
-  ...(args.baseline ? { versusBaseline: versusBaseline() } : {}),
-};
-mkdirSync(path.join(HERE, "results"), { recursive: true });
-writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, null, 2) + "\n");
-console.log("| case | median req/s | p50 ms | p99 ms | rounds (req/s) | non-2xx |\n|---|---|---|---|---|---|");
-for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.rounds.join(", ")} | ${r.non2xx} |`);
-console.log(`\nignore path, sandbox / plain TypeScript: ${report.ignoreRatio}× (target ≥ 0.5×)`);
-if (report.versusBaseline) for (const [name, r] of Object.entries(report.versusBaseline)) console.log(`${name}, this version / baseline: ${r}×`);
-
-/** Each case's median req/s over the baseline's, measured in the same run. */
-function versusBaseline(): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, r] of Object.entries(results)) {
-    const base = results[name.replace(/ \(/, ", baseline (")];
-    if (!name.includes("baseline") && base) out[name] = Math.round((r.rps / base.rps) * 100) / 100;
   }
   return out;
+}
+
+function startServer(side: Side, dialect: string): Promise<Server> {
+  const child = fork(
+    path.join(HERE, "server.ts"),
+    [
+      ...["--root", roots[side]!, "--dialect", dialect, "--label", side === "this" ? "wh" : "whb"],
+      ...["--invoices", args.invoices, "--stores", args.stores, "--history-customers", args["history-customers"], "--history-invoices", args["history-invoices"]],
+      ...["--reads-customers", args["reads-customers"], ...(wanted.has("ignore-ts") ? ["--plain-ts"] : [])],
+    ],
+    { stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
+  live.add(child);
+  return new Promise((resolve, reject) => {
+    child.once("message", (message: ServerMessage) => {
+      if (message.type === "ready") resolve({ child, layout: message.layout });
+      else reject(new Error(`${side} ${dialect} server: ${message.type === "failed" ? message.error : message.type}`));
+    });
+    child.once("exit", (code) => reject(new Error(`${side} ${dialect} server exited (${code}) before it was ready`)));
+  });
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || !child.connected) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.disconnect();
+  await exited;
+  live.delete(child);
+}
+
+/** The plain-TypeScript case only means something if its runs were diverted from the sandbox. */
+async function checkPlainTs(dialect: string, servers: Record<Side, Server>): Promise<void> {
+  for (const side of sides) {
+    const { plainTsRuns } = await serverCpu(servers[side].child);
+    if (plainTsRuns > 0) continue;
+    log(`WARNING ${dialect} ${side}: no run went to the plain-TypeScript plugin (this version calls its sandbox otherwise): ignore-ts is n/a`);
+    delete samples[dialect]?.["ignore-ts"]?.[side];
+  }
+}
+
+function describeMachine() {
+  const cpuinfo = (() => {
+    try {
+      return readFileSync("/proc/cpuinfo", "utf8");
+    } catch {
+      return "";
+    }
+  })();
+  const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model ?? "unknown CPU";
+  return {
+    cpu: model.trim(),
+    cores: os.availableParallelism(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+    loadAverage: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  };
+}
+
+function revision(root: string): string {
+  try {
+    const head = execFileSync("git", ["-C", root, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).trim() !== "";
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return "unknown";
+  }
 }

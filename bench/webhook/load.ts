@@ -1,0 +1,164 @@
+// The load generators. Deliveries: autocannon, closed loop (every connection sends its next request when
+// the last one is answered), bounded by the pending invoices set aside for the round: a round ends after
+// `seconds` or when its slice is used. Reads: open loop at a fixed rate, evenly spaced (pace), so that what
+// changes their latency is the server, not how hard they push; autocannon's own rate sends each second's
+// quota back to back, and corrects for coordinated omission against a 1 ms interval.
+import http from "node:http";
+import autocannon from "autocannon";
+import { eventBody, stripeSignature } from "./plugin.ts";
+
+export interface Request {
+  method: "GET" | "POST";
+  path: string;
+  body?: string;
+  headers: Record<string, string>;
+}
+
+export interface LoadResult {
+  answered: number;
+  non2xx: number;
+  errors: number;
+  seconds: number;
+  /** Answers per second over the round. */
+  rps: number;
+  /** Latency of the 2xx answers, ms. */
+  p50: number;
+  p99: number;
+  /** performance.now() of the last answer. */
+  lastAnswerAt: number;
+  /** The round ran out of invoices before `seconds`. */
+  cutShort: boolean;
+}
+
+export interface LoadOptions {
+  port: number;
+  connections: number;
+  seconds: number;
+  next: () => Request;
+  /** At most this many requests (a slice of pending invoices). */
+  amount?: number;
+}
+
+export function drive(options: LoadOptions): Promise<LoadResult> {
+  let lastAnswerAt = performance.now();
+  return new Promise((resolve, reject) => {
+    const bounded = options.amount !== undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const instance = autocannon(
+      {
+        url: `http://127.0.0.1:${options.port}`,
+        connections: bounded ? Math.min(options.connections, options.amount!) : options.connections,
+        duration: options.seconds,
+        ...(bounded ? { amount: options.amount! } : {}),
+        // A stopped round ends at the next sample: 100 ms, not a second, after its last request.
+        sampleInt: 100,
+        requests: [{ setupRequest: (req) => ({ ...req, ...options.next() }) }],
+      },
+      (err, result) => {
+        if (timer) clearTimeout(timer);
+        if (err) return reject(err instanceof Error ? err : new Error(String(err)));
+        const answered = result.requests.total;
+        resolve({
+          answered,
+          non2xx: result.non2xx,
+          errors: result.errors,
+          seconds: result.duration,
+          rps: result.duration > 0 ? answered / result.duration : 0,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          lastAnswerAt,
+          cutShort: bounded && result.duration < options.seconds - 0.2,
+        });
+      },
+    );
+    instance.on("response", () => {
+      lastAnswerAt = performance.now();
+    });
+    // With `amount` autocannon ignores `duration`: the round's clock is ours.
+    if (bounded) timer = setTimeout(() => instance.stop(), options.seconds * 1000);
+  });
+}
+
+export interface PaceOptions {
+  port: number;
+  /** Requests per second, one every 1000 / rate ms whether or not the earlier ones were answered. */
+  rate: number;
+  seconds: number;
+  /** Keep-alive connections at most; a request waits for one when all are busy (counted in its latency). */
+  connections: number;
+  next: () => Request;
+}
+
+/** Open-loop requests at a fixed rate; latency from the moment each is issued to its whole answer. */
+export async function pace(options: PaceOptions): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+  const latencies: number[] = [];
+  const counts = { answered: 0, non2xx: 0, errors: 0 };
+  let lastAnswerAt = performance.now();
+  const one = (request: Request) =>
+    new Promise<void>((resolve) => {
+      const sent = performance.now();
+      const req = http.request({ host: "127.0.0.1", port: options.port, method: request.method, path: request.path, headers: request.headers, agent }, (res) => {
+        res.resume();
+        res.on("end", () => {
+          lastAnswerAt = performance.now();
+          counts.answered++;
+          if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) latencies.push(lastAnswerAt - sent);
+          else counts.non2xx++;
+          resolve();
+        });
+      });
+      req.on("error", () => {
+        counts.errors++;
+        resolve();
+      });
+      req.end(request.body);
+    });
+  const started = performance.now();
+  const interval = 1000 / options.rate;
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i * interval < options.seconds * 1000; i++) {
+    const wait = started + i * interval - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    pending.push(one(options.next()));
+  }
+  await Promise.all(pending);
+  agent.destroy();
+  const seconds = (performance.now() - started) / 1000;
+  const sorted = latencies.sort((a, b) => a - b);
+  const at = (q: number) => (sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10);
+  return { ...counts, seconds, rps: counts.answered / seconds, p50: at(0.5), p99: at(0.99), lastAnswerAt, cutShort: false };
+}
+
+/** A signed Stripe-style delivery to a store's plugin. */
+export function delivery(storeId: string, body: string): Request {
+  return {
+    method: "POST",
+    path: `/api/paymentPlugins?pluginName=stripe&storeId=${storeId}`,
+    body,
+    headers: { "content-type": "application/json", "stripe-signature": stripeSignature(body) },
+  };
+}
+
+/** A delivery the plugin answers `ignore`: verified and recorded, nothing to apply. */
+export function ignoreDelivery(storeId: string): () => Request {
+  const body = eventBody("customer.created", "none");
+  return () => delivery(storeId, body);
+}
+
+/** payment_intent.succeeded for each invoice of `invoiceIds` in turn, from `from` (a round's slice). */
+export function payments(targets: { storeId: string; invoiceId: string }[]): () => Request {
+  let i = 0;
+  return () => {
+    // Past the slice (autocannon builds one request ahead per connection) the last one is repeated; it is
+    // never sent, since `amount` stops each connection first.
+    const target = targets[Math.min(i++, targets.length - 1)]!;
+    return delivery(target.storeId, eventBody("payment_intent.succeeded", target.invoiceId));
+  };
+}
+
+/** GETs of the given paths in turn, with the API key. */
+export function reads(paths: string[], key: string): () => Request {
+  let i = 0;
+  return () => ({ method: "GET", path: paths[i++ % paths.length]!, headers: { authorization: key } });
+}

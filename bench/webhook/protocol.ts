@@ -1,0 +1,57 @@
+// What the webhook benchmark's server process (server.ts) tells its runner (run.ts) over IPC: the data
+// layout it built, its CPU on request, and how to read the read model's Prometheus gauges. Shared by both.
+
+/** A set of pending invoices in payment order; each round pays its own slice of them. */
+export interface Payments {
+  storeId: string;
+  invoiceIds: string[];
+}
+
+export interface Layout {
+  port: number;
+  /** The store of `ignore` and of pushInvoice on one store (customers with 5 invoices each). */
+  push: Payments;
+  /** One pending-invoice list per store, each store with its own plugin installation. */
+  stores: Payments[];
+  /** Pending invoices of customers with `historyInvoices` invoices each, in the `push` store. */
+  history: Payments;
+  /** The store that reads read and the burst pays, with an API key and the path of every list page. */
+  reads: Payments & { key: string; pages: { invoices: string[]; customers: string[] } };
+  /** A store whose plugin runs as plain TypeScript instead of in the sandbox (--plain-ts), or null. */
+  plainTs: string | null;
+  /** PostgreSQL: the application_name of this server's connections (its backends in pg_stat_activity). */
+  postgresApplicationName: string | null;
+  /** Whether this version exposes storefront_readmodel_backlog. */
+  readModelGauges: boolean;
+  /** Seconds spent building the layout, by step. */
+  setupSeconds: Record<string, number>;
+}
+
+export type ServerMessage =
+  | { type: "ready"; layout: Layout }
+  | { type: "failed"; error: string }
+  | { type: "cpu"; id: number; micros: number; plainTsRuns: number };
+
+export type RunnerMessage = { type: "cpu"; id: number };
+
+/** The read model's gauges as the new code names them; null when this version has none. */
+export interface ReadModelGauges {
+  backlog: number;
+  lagSeconds: number | null;
+}
+
+/** Sums every series of the backlog gauge (and the largest lag) in a Prometheus text exposition. */
+export function parseReadModelGauges(text: string): ReadModelGauges | null {
+  let backlog: number | null = null;
+  let lag: number | null = null;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("#")) continue;
+    const match = /^(storefront_readmodel_backlog|storefront_readmodel_lag_seconds)(?:\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!match) continue;
+    const value = Number(match[2]);
+    if (!Number.isFinite(value)) continue;
+    if (match[1] === "storefront_readmodel_backlog") backlog = (backlog ?? 0) + value;
+    else lag = Math.max(lag ?? 0, value);
+  }
+  return backlog === null ? null : { backlog, lagSeconds: lag };
+}

@@ -1,0 +1,85 @@
+// One round of one case against one server: the load, the server's and PostgreSQL's CPU around it, the
+// read model's gauges while it runs, and after a payment load the time until the read model has caught up.
+import type { ChildProcess } from "node:child_process";
+import type pg from "pg";
+import type { RoundPlan, Stream } from "./cases.ts";
+import { drive, type LoadResult, pace } from "./load.ts";
+import { catchUp, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel } from "./probes.ts";
+import type { Layout } from "./protocol.ts";
+
+export interface Server {
+  child: ChildProcess;
+  layout: Layout;
+}
+
+export interface RoundSample {
+  rps: number;
+  p50: number;
+  p99: number;
+  answered: number;
+  non2xx: number;
+  errors: number;
+  seconds: number;
+  cutShort: boolean;
+  /** Server process CPU per answered request (both streams of a mixed round), µs. */
+  serverCpuUs: number;
+  /** CPU of every `postgres` process per answered request, µs (PostgreSQL rounds only). */
+  postgresCpuUs: number | null;
+  /** CPU of the server's own PostgreSQL backends per answered request, µs. */
+  postgresOwnCpuUs: number | null;
+  /** After a payment load: ms from its last answer until the read model's backlog was 0 (null: no gauge). */
+  catchUpMs?: number | null;
+  maxBacklog?: number | null;
+  maxLagSeconds?: number | null;
+}
+
+export interface RoundOptions {
+  seconds: number;
+  /** A connection to look up the server's backends with, on PostgreSQL. */
+  postgres: pg.Client | null;
+  catchUpTimeoutMs: number;
+}
+
+const load = (server: Server, stream: Stream, seconds: number): Promise<LoadResult> =>
+  stream.rate === undefined
+    ? drive({ port: server.layout.port, connections: stream.connections, seconds, next: stream.next, ...(stream.amount === undefined ? {} : { amount: stream.amount }) })
+    : pace({ port: server.layout.port, connections: stream.connections, seconds, next: stream.next, rate: stream.rate });
+
+/** Runs the plan; the payments' and the reads' samples (each only when the plan has that stream). */
+export async function runRound(server: Server, plan: RoundPlan, options: RoundOptions): Promise<{ payments?: RoundSample; reads?: RoundSample }> {
+  const cpu0 = (await serverCpu(server.child)).micros;
+  const pgName = server.layout.postgresApplicationName;
+  const pgCpu = () => (options.postgres && pgName !== null ? postgresCpu(options.postgres, pgName) : Promise.resolve(null));
+  const pg0 = await pgCpu();
+  const pays = plan.payments?.pays === true && server.layout.readModelGauges;
+  const watcher = pays ? watchReadModel(server.layout.port) : null;
+  const [paid, read] = await Promise.all([
+    plan.payments ? load(server, plan.payments, options.seconds) : Promise.resolve(null),
+    plan.reads ? load(server, plan.reads, options.seconds) : Promise.resolve(null),
+  ]);
+  const gauges = watcher ? await watcher.stop() : null;
+  // The read model's catch-up is part of what the payments cost: CPU is read after it.
+  const caughtUpMs = paid && pays ? await catchUp(server.layout.port, paid.lastAnswerAt, options.catchUpTimeoutMs) : null;
+  const cpu1 = (await serverCpu(server.child)).micros;
+  const pg1 = await pgCpu();
+  const pgSpent = pg0 && pg1 ? postgresCpuSpent(pg0, pg1) : null;
+  const answered = (paid?.answered ?? 0) + (read?.answered ?? 0);
+  const perRequest = (micros: number) => (answered > 0 ? Math.round(micros / answered) : 0);
+  const base = (r: LoadResult): RoundSample => ({
+    rps: Math.round(r.rps),
+    p50: r.p50,
+    p99: r.p99,
+    answered: r.answered,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    seconds: r.seconds,
+    cutShort: r.cutShort,
+    serverCpuUs: perRequest(cpu1 - cpu0),
+    postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),
+    postgresOwnCpuUs: pgSpent === null ? null : perRequest(pgSpent.own),
+  });
+  const out: { payments?: RoundSample; reads?: RoundSample } = {};
+  if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
+  if (read) out.reads = base(read);
+  return out;
+}
