@@ -151,7 +151,7 @@ export interface OpenOptions {
    */
   genericPlans?: boolean;
   /** Called with the text of every statement sent through Kysely, BEGIN and COMMIT included (tests count them). */
-  onQuery?: (sql: string) => void;
+  onQuery?: (sql: string, durationMs: number) => void;
 }
 
 /** The URL with `-c setting=value` added to the connection's startup options (kept with any already there). */
@@ -164,7 +164,7 @@ function withStartupOption(url: string, option: string): string {
 
 function queryLog(options: OpenOptions): { log?: (event: LogEvent) => void } {
   const onQuery = options.onQuery;
-  return onQuery === undefined ? {} : { log: (event) => onQuery(event.query.sql) };
+  return onQuery === undefined ? {} : { log: (event) => onQuery(event.query.sql, event.queryDurationMillis) };
 }
 
 export function openDatabase(database: Config["database"], options: OpenOptions = {}): Db {
@@ -177,6 +177,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
     pool.on("error", () => {});
     pool.on("connect", (client) => {
       client.on("error", () => {});
+      nameStatements(client);
     });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...queryLog(options) });
     const bytes = options.bytes ? postgresJsPrepared(database.url, options.genericPlans ?? false) : null;
@@ -221,5 +222,31 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
       await sql`select 1`.execute(kysely);
     },
     close: () => kysely.destroy(),
+  };
+}
+
+/** Statement texts given a name for the server to keep prepared, process-wide (beyond it, run unnamed). */
+const MAX_NAMED_STATEMENTS = 1_000;
+const statementNames = new Map<string, string>();
+/** `select *`: its row type follows the table's columns, which a prepared plan must not see change. */
+const SELECTS_ALL = /(?:select|,)\s*(?:"?\w+"?\.)?\*/i;
+
+/**
+ * PostgreSQL: statements sent with parameters are prepared once per connection under a name and then only
+ * bound, as the SQLite side does with its statement cache: the server parses and plans a payment's
+ * statements once per connection instead of on every payment (about a quarter of its CPU per payment,
+ * bench/README.md). Not named: statements without parameters (DDL, several commands in one text), those
+ * with more than 32 (the projector's and seed's batches, whose texts vary with their length), and
+ * `select *` (a column added by a rolling upgrade would change a prepared statement's row type).
+ */
+function nameStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (text: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof text === "string" && Array.isArray(values) && values.length > 0 && values.length <= 32 && !SELECTS_ALL.test(text)) {
+      let name = statementNames.get(text);
+      if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) statementNames.set(text, (name = `sf${statementNames.size}`));
+      if (name !== undefined) return query({ name, text, values }, callback);
+    }
+    return query(text, values, callback);
   };
 }

@@ -12,6 +12,23 @@ import type { CustomerInvoice, Invoice } from "./invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 
+/** Every column of an invoice, named (a prepared statement's row type stays what it was: see database.ts). */
+const INVOICE_COLUMNS = [
+  "id",
+  "store_id",
+  "customer_id",
+  "total_cents",
+  "payment_method",
+  "displayed_payment_info",
+  "created_on_session_id",
+  "left_feedback",
+  "status",
+  "discord_id",
+  "discord_email",
+  "created_at",
+  "updated_at",
+] as const satisfies readonly (keyof InvoiceRow)[];
+
 export function toCustomerInvoice(row: InvoiceRow): CustomerInvoice {
   return {
     id: row.id,
@@ -83,7 +100,7 @@ export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Dat
       : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
   const found = await db
     .selectFrom("invoices as i")
-    .selectAll("i")
+    .select(INVOICE_COLUMNS.map((c) => `i.${c}` as const))
     .select([
       rows("invoice_fields", "key, value, type", "position").as("fields_json"),
       rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
