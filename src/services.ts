@@ -86,7 +86,7 @@ export interface ServiceOptions {
   /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
   checkSecretsKey?: boolean;
   /** Sees the text of every statement the services send through Kysely (tests count a payment's). */
-  onQuery?: (sql: string) => void;
+  onQuery?: (sql: string, durationMs: number) => void;
   /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
   dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
 }

@@ -9,7 +9,7 @@ import { type BackgroundLoop, type LoopLogger, startBackgroundLoop } from "./bac
 const FOLLOW_INTERVAL_MS = 250;
 
 /**
- * The projector waits after a kick in proportion to its last pass (twice as long, 10 ms to 500 ms): a burst
+ * The projector waits after a kick in proportion to its last pass (twice as long, 25 ms to 500 ms): a burst
  * of payments is folded into few passes, and a pass that rebuilds large documents keeps to about a third
  * of the process's time.
  */
@@ -26,9 +26,10 @@ export function startFollowers(services: Services, log: LoopLogger): BackgroundL
       if (rebuilt > 0) projector.kick();
     },
     log,
-    { kickDelayMs: () => Math.min(500, Math.max(10, 2 * lastPassMs)) },
+    { kickDelayMs: () => Math.min(500, Math.max(25, 2 * lastPassMs)) },
   );
-  const sequencer = startBackgroundLoop("event sequencer", FOLLOW_INTERVAL_MS, async () => void (await services.sequencer.run()), log, { kickDelayMs: 2 });
+  // Feed reads number their store's events themselves: the loop only needs to fold a burst into few passes.
+  const sequencer = startBackgroundLoop("event sequencer", FOLLOW_INTERVAL_MS, async () => void (await services.sequencer.run()), log, { kickDelayMs: 50 });
   services.onCommitted(() => {
     projector.kick();
     sequencer.kick();
