@@ -40,6 +40,8 @@ export interface PlanSettings {
   connections: number;
   readRate: number;
   readConnections: number;
+  /** Payments per second beside the reads (reads-burst), open loop; 0 = as fast as they go (closed loop). */
+  burstRate: number;
 }
 
 /** The round's share of a list: rounds + 1 equal slices, `round` 0 being the warm-up. */
@@ -53,6 +55,9 @@ function paying(targets: { storeId: string; invoiceId: string }[], settings: Pla
   const amount = Math.max(1, targets.length - settings.connections);
   return { next: payments(targets), pays: true, amount, connections: Math.min(settings.connections, amount) };
 }
+
+/** A burst at a fixed rate: what payments at that rate do to reads, not two full loads sharing the cores. */
+const burst = (stream: Stream, settings: PlanSettings): Stream => (settings.burstRate > 0 ? { ...stream, rate: settings.burstRate } : stream);
 
 const ofStore = (p: Payments, round: number, settings: PlanSettings) => slice(p.invoiceIds, round, settings).map((invoiceId) => ({ storeId: p.storeId, invoiceId }));
 
@@ -87,7 +92,7 @@ export function planRound(id: CaseId, layout: Layout, round: number, settings: P
     case "reads-alone":
       return { reads: readStream() };
     case "reads-burst":
-      return { reads: readStream(), payments: paying(ofStore(layout.reads, round, settings), settings) };
+      return { reads: readStream(), payments: burst(paying(ofStore(layout.reads, round, settings), settings), settings) };
     case "burst":
       return null; // measured inside reads-burst
   }

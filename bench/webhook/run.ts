@@ -8,7 +8,8 @@
 //   push-stores       the same spread round-robin over --stores stores, each with its own plugin installation
 //   push-history      pushInvoice for customers with --history-invoices invoices each
 //   reads-alone       list reads (invoices and customers pages, API key) at a fixed rate
-//   reads-burst       the same reads while a pushInvoice burst runs at full rate on the same store
+//   reads-burst       the same reads while a pushInvoice burst runs on the same store, at full rate or at
+//                     --burst-rate payments per second
 //   ignore-ts         (--plain-ts) `ignore` with the plugin in plain TypeScript instead of the sandbox
 // Beside each: server CPU and PostgreSQL CPU per request, and after payments the read model's catch-up
 // (new code's storefront_readmodel_backlog gauge; "n/a" without it). The disk's own commit rate (disk.ts)
@@ -44,6 +45,7 @@ const { values: args } = parseArgs({
     "history-invoices": { type: "string", default: "5000" },
     "reads-customers": { type: "string", default: "1000" },
     "read-rate": { type: "string", default: "50" },
+    "burst-rate": { type: "string", default: "0" },
     "read-connections": { type: "string", default: "8" },
     "plain-ts": { type: "boolean", default: false },
     "disk-seconds": { type: "string", default: "3" },
@@ -57,7 +59,7 @@ const roots: Partial<Record<Side, string>> = { this: path.resolve(args.root), ..
 const sides = Object.keys(roots) as Side[];
 const wanted = new Set<CaseId>(args.cases ? (args.cases.split(",") as CaseId[]) : ROUND_ORDER.filter((id) => id !== "ignore-ts" || args["plain-ts"]));
 for (const id of wanted) if (!(id in CASES)) throw new Error(`unknown case ${id}; one of ${ROUND_ORDER.join(", ")}`);
-const settings: PlanSettings = { rounds, connections: Number(args.connections), readRate: Number(args["read-rate"]), readConnections: Number(args["read-connections"]) };
+const settings: PlanSettings = { rounds, connections: Number(args.connections), readRate: Number(args["read-rate"]), readConnections: Number(args["read-connections"]), burstRate: Number(args["burst-rate"]) };
 
 mkdirSync(path.join(HERE, "results"), { recursive: true });
 const logFile = path.join(HERE, "results", "log.txt");
