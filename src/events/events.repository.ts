@@ -143,7 +143,8 @@ const toStored = (r: EventRow): StoredEvent => ({ id: r.id, storeId: r.store_id,
 export function createEventsRepository(db: Kysely<Database>): EventsRepository {
   return {
     async feed(storeId, { afterSeq, types, limit }) {
-      let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId).where("seq", ">", afterSeq);
+      // Numbered events only (the partial indexes on seq hold no others).
+      let q = db.selectFrom("events").select(["id", "store_id", "seq", "type", "data", "created_at"]).where("store_id", "=", storeId).where("seq", "is not", null).where("seq", ">", afterSeq);
       if (types !== null) q = q.where("type", "in", types);
       const rows = await q.orderBy("seq").limit(limit).execute();
       return rows.map(toStored);

@@ -108,26 +108,32 @@ async function createMarkTriggers(run: (text: string) => Promise<unknown>, pg: b
 }
 
 /**
- * `events.seq` null until the sequencer numbers the event; the unnumbered ones found by a partial index.
- * `pos` is the order events were written in, which the sequencer numbers them by.
+ * `events.seq` null until the sequencer numbers the event; `pos` is the order events were written in, which
+ * the sequencer numbers them by. The indexes on `seq` leave the unnumbered events out (`where seq is not
+ * null`: every query on them compares `seq`), so writing an event touches them once, when it is numbered;
+ * the unnumbered ones have a partial index of their own.
  */
 async function numberEventsAfterCommit(run: (text: string) => Promise<unknown>, pg: boolean): Promise<void> {
   if (pg) {
     await run("alter table events alter column seq drop not null");
     await run("alter table events add column pos bigserial");
+    await run("alter table events drop constraint events_store_seq");
+    await run("drop index events_store_type_seq");
+    await run("drop index events_store_invoice_seq");
   } else {
-    // SQLite cannot drop a NOT NULL: the table is rebuilt with its indexes, the write order kept.
+    // SQLite cannot drop a NOT NULL: the table is rebuilt, the write order kept.
     await run(
       `create table events_next (pos integer primary key autoincrement, "id" text not null unique, "store_id" text not null, "seq" bigint, "type" text not null, ` +
-        `"data" text not null, "created_at" bigint not null, "invoice_id" text, constraint "events_store_seq" unique ("store_id", "seq"))`,
+        `"data" text not null, "created_at" bigint not null, "invoice_id" text)`,
     );
     await run("insert into events_next (id, store_id, seq, type, data, created_at, invoice_id) select id, store_id, seq, type, data, created_at, invoice_id from events order by store_id, seq");
     await run("drop table events");
     await run("alter table events_next rename to events");
-    await run(`create index "events_store_type_seq" on "events" ("store_id", "type", "seq")`);
     await run(`create index "events_created" on "events" ("created_at")`);
-    await run(`create index "events_store_invoice_seq" on "events" ("store_id", "invoice_id", "seq")`);
   }
+  await run("create unique index events_store_seq on events (store_id, seq) where seq is not null");
+  await run("create index events_store_type_seq on events (store_id, type, seq) where seq is not null");
+  await run("create index events_store_invoice_seq on events (store_id, invoice_id, seq) where seq is not null");
   await run("create index events_unsequenced on events (store_id, pos) where seq is null");
 }
 
