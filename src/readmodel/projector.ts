@@ -5,12 +5,11 @@
 // transaction and locks, each marked document is rebuilt and the marks it was rebuilt for are deleted.
 //
 // Why it is safe with writers and with other projectors (any process may run one):
-// - the marks a pass deletes are exactly the ones it read before reading the sources, so every change
-//   they stand for is in the document it writes; a change that commits later leaves its own mark;
-// - a document is written only if every mark read for it is still there when the pass writes (otherwise
-//   another projector rebuilt it meanwhile, maybe from a newer state, and this pass leaves it alone);
-// - on PostgreSQL the documents rows are locked first (SKIP LOCKED): two projectors never build one
-//   document at once. Writers do not touch documents rows after the owner's insert, so nobody waits.
+// - the marks a pass deletes are only ones it read before reading the sources, so every change they stand
+//   for is in the document it writes; a change that commits later leaves its own mark;
+// - two projectors never build one document at once: on SQLite a pass is one write transaction, on
+//   PostgreSQL the documents rows are locked first (SKIP LOCKED). Writers do not touch documents rows after
+//   the owner's insert, so nobody waits on those locks.
 import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import { assembleCustomers, customerRows } from "../customers/customers.repository.ts";
 import type { Database } from "../db/schema.ts";
@@ -20,8 +19,11 @@ type Executor = Kysely<Database> | Transaction<Database>;
 export type Views = "customer_views" | "invoice_views";
 type Stale = "stale_customer_views" | "stale_invoice_views";
 
-/** Documents rebuilt per pass and table at most: a customer with thousands of invoices is one of them. */
-const BATCH = 200;
+/**
+ * Documents rebuilt per pass at most: invoices are small; a customer's document holds all its invoices (a
+ * customer with thousands is a megabyte), so fewer of them per pass.
+ */
+const BATCH: Record<Views, number> = { invoice_views: 200, customer_views: 25 };
 const STALE_OF: Record<Views, Stale> = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" };
 
 export interface ProjectorBacklog {
@@ -49,45 +51,49 @@ export function createProjector(db: Kysely<Database>): Projector {
       .select("doc_id")
       .groupBy("doc_id")
       .orderBy(sql`min(pos)`)
-      .limit(BATCH)
+      .limit(BATCH[views])
       .execute();
     if (candidates.length === 0) return 0;
     const ids = candidates.map((c) => c.doc_id);
-    if (sqlite) return rebuild(db, views, ids, false);
-    return db.transaction().execute((tx) => rebuild(tx, views, ids, true));
+    return db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
   }
 
   /**
-   * Reads the marks of `ids`, then their sources, then writes the documents whose marks are all still
-   * there and deletes those marks. PostgreSQL: inside the caller's transaction, documents locked first.
+   * SQLite: one writer. The marks read in this transaction are all the marks there are until it commits (a
+   * write of another process in between makes this transaction's commit fail, and the pass is tried again),
+   * so the documents are built from the sources as they are and all their marks go.
    */
-  async function rebuild(exec: Executor, views: Views, candidates: string[], lock: boolean): Promise<number> {
-    const stale = STALE_OF[views];
-    let ids = candidates;
-    if (lock) {
-      const existing = await exec.selectFrom(views).select("id").where("id", "in", candidates).forUpdate().skipLocked().execute();
-      const locked = new Set(existing.map((r) => r.id));
-      const present = new Set((await exec.selectFrom(views).select("id").where("id", "in", candidates).execute()).map((r) => r.id));
-      // Locked by another projector: left to it. Gone (the owner was deleted): only its marks go.
-      ids = candidates.filter((id) => locked.has(id) || !present.has(id));
-    }
+  async function rebuildSqlite(tx: Transaction<Database>, views: Views, ids: string[]): Promise<number> {
+    await writeBodies(tx, views, await build(tx, views, ids));
+    await tx.deleteFrom(STALE_OF[views]).where("doc_id", "in", ids).execute();
+    return ids.length;
+  }
+
+  /**
+   * PostgreSQL: the documents rows are locked first (SKIP LOCKED: those another projector holds are left to
+   * it), then their marks read, then their sources (each statement sees what committed before it, so every
+   * change those marks stand for); exactly the marks read are deleted: a change that commits meanwhile keeps
+   * its own mark for the next pass.
+   */
+  async function rebuildPostgres(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<number> {
+    const locked = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).forUpdate().skipLocked().execute()).map((r) => r.id));
+    const present = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).execute()).map((r) => r.id));
+    // Gone (the owner was deleted): only its marks go.
+    const ids = candidates.filter((id) => locked.has(id) || !present.has(id));
     if (ids.length === 0) return 0;
-    const seen = await exec.selectFrom(stale).select(["pos", "doc_id"]).where("doc_id", "in", ids).execute();
-    const bodies = views === "invoice_views" ? await invoiceBodies(exec, ids) : await customerBodies(exec, ids);
-    const write = async (tx: Executor) => {
-      const still = new Set((await tx.selectFrom(stale).select("pos").where("pos", "in", seen.map((s) => s.pos)).execute()).map((r) => Number(r.pos)));
-      const whole = new Set(ids);
-      for (const s of seen) if (!still.has(Number(s.pos))) whole.delete(s.doc_id);
-      const built = [...whole].filter((id) => bodies.has(id));
-      if (built.length > 0) {
-        const bodyOf = sql.join(built.map((id) => sql`when ${id} then ${bodies.get(id)!}`), sql` `);
-        await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", built).execute();
-      }
-      const done = seen.filter((s) => whole.has(s.doc_id)).map((s) => s.pos);
-      if (done.length > 0) await tx.deleteFrom(stale).where("pos", "in", done).execute();
-      return whole.size;
-    };
-    return lock ? write(exec) : db.transaction().execute(write);
+    const stale = STALE_OF[views];
+    const seen = await tx.selectFrom(stale).select(sql<string[] | null>`array_agg(pos)`.as("positions")).where("doc_id", "in", ids).executeTakeFirst();
+    await writeBodies(tx, views, await build(tx, views, ids));
+    if (seen?.positions) await tx.deleteFrom(stale).where(sql<boolean>`pos = any(${seen.positions}::bigint[])`).execute();
+    return ids.length;
+  }
+
+  const build = (tx: Executor, views: Views, ids: string[]) => (views === "invoice_views" ? invoiceBodies(tx, ids) : customerBodies(tx, ids));
+
+  async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
+    if (bodies.size === 0) return;
+    const bodyOf = sql.join([...bodies].map(([id, body]) => sql`when ${id} then ${body}`), sql` `);
+    await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
   }
 
   async function runOnce(): Promise<number> {

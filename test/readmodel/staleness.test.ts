@@ -41,3 +41,31 @@ for (const dialect of DIALECTS) {
     }
   });
 }
+
+for (const dialect of DIALECTS) {
+  describe(`the projector on ${dialect.name}`, { skip: dialect.skip }, () => {
+    test("rebuilds a document marked 70,000 times (more marks than a statement can have parameters) and clears them", async () => {
+      const h = await createHarness(dialect.name);
+      try {
+        const store = await h.store();
+        const customer = await h.customer(store.id);
+        const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+        const db = h.services.db.kysely;
+        await h.services.projector.drain();
+        // 70,000 log lines written in one statement: each marks the invoice's document.
+        const lines =
+          dialect.name === "postgres"
+            ? sql`insert into invoice_logs (invoice_id, log, type, created_at) select ${invoice.id}, 'line ' || n, 'info', n from generate_series(1, 70000) as n`
+            : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 70000) insert into invoice_logs (invoice_id, log, type, created_at) select ${invoice.id}, 'line ' || i, 'info', i from n`;
+        await lines.execute(db);
+        assert.equal(Number((await db.selectFrom("stale_invoice_views").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow()).n), 70000);
+        await h.services.projector.drain();
+        assert.deepEqual(await h.services.projector.backlog(), { documents: 0, oldestAt: null });
+        const doc = await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow();
+        assert.equal((JSON.parse(doc.body!) as { invoiceLogs: unknown[] }).invoiceLogs.length, 70001);
+      } finally {
+        await h.close();
+      }
+    });
+  });
+}
