@@ -55,7 +55,6 @@ const env: Record<string, string> = {
 const services = await createServices(loadConfig(env), { warmSandbox: true });
 const plainTs = { storeId: null as string | null, runs: 0 };
 substitutePlainTypeScript(services as unknown as { sandbox?: { run?: unknown } });
-await startBackgroundWork(services);
 const app = await buildApp(services, { logger: false });
 
 let stopping = false;
@@ -78,6 +77,8 @@ try {
     plainTs: args["plain-ts"],
   });
   plainTs.storeId = built.plainTs;
+  // After the bulk load: its own connection writes while it runs, and a projector beside it would wait on it.
+  await startBackgroundWork(services);
   const settled = await settle(injector, Number(args["settle-timeout"]) * 1000);
   const { walkPages, ...layout } = built;
   layout.reads.pages = await walkPages();

@@ -34,8 +34,8 @@ export interface ProjectorBacklog {
 }
 
 export interface Projector {
-  /** Rebuilds up to a batch of stale documents per table; returns how many documents it rebuilt or dropped. */
-  runOnce(): Promise<number>;
+  /** Rebuilds up to a batch of stale documents per table: how many it rebuilt or dropped, and whether a batch was full (more wait). */
+  runOnce(): Promise<{ documents: number; more: boolean }>;
   /** Rebuilds until nothing is stale (tests, the seed, shutdown). */
   drain(): Promise<number>;
   backlog(): Promise<ProjectorBacklog>;
@@ -44,7 +44,7 @@ export interface Projector {
 export function createProjector(db: Kysely<Database>): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
 
-  async function project(views: Views): Promise<number> {
+  async function project(views: Views): Promise<{ documents: number; more: boolean }> {
     const stale = STALE_OF[views];
     const candidates = await db
       .selectFrom(stale)
@@ -53,9 +53,10 @@ export function createProjector(db: Kysely<Database>): Projector {
       .orderBy(sql`min(pos)`)
       .limit(BATCH[views])
       .execute();
-    if (candidates.length === 0) return 0;
+    if (candidates.length === 0) return { documents: 0, more: false };
     const ids = candidates.map((c) => c.doc_id);
-    return db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
+    const documents = await db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
+    return { documents, more: candidates.length === BATCH[views] };
   }
 
   /**
@@ -96,9 +97,11 @@ export function createProjector(db: Kysely<Database>): Projector {
     await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
   }
 
-  async function runOnce(): Promise<number> {
+  async function runOnce(): Promise<{ documents: number; more: boolean }> {
     // Invoices first: a customer's document lists its invoices, read from their source rows anyway.
-    return (await project("invoice_views")) + (await project("customer_views"));
+    const invoices = await project("invoice_views");
+    const customers = await project("customer_views");
+    return { documents: invoices.documents + customers.documents, more: invoices.more || customers.more };
   }
 
   return {
@@ -106,9 +109,9 @@ export function createProjector(db: Kysely<Database>): Projector {
     async drain() {
       let total = 0;
       for (;;) {
-        const n = await runOnce();
-        total += n;
-        if (n === 0) return total;
+        const { documents } = await runOnce();
+        total += documents;
+        if (documents === 0) return total;
       }
     },
     async backlog() {
