@@ -17,6 +17,7 @@ import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
 import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
+import { requirePlainIntegers } from "./lib/strict-numbers.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
@@ -130,6 +131,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("onResponse", async (request, reply) => {
     if (reply.statusCode === 401 && guardsSignIn(request.url)) services.limits.authFailures.hit(clientBucket(request.ip));
   });
+  app.addHook("preValidation", requirePlainIntegers);
   app.addHook("preHandler", async (request) => {
     assertStorable({ query: request.query, params: request.params, body: request.body });
   });
