@@ -248,7 +248,10 @@ export function toErrorResponse(error: FastifyError | AppError): ErrorResponse {
       .replace(/\/(\d+)(?=\/|$)/g, "[$1]")
       .replace(/\//g, ".");
     const param = path === "" ? (error.validationContext ?? "body") : path;
-    return { status: 400, code: "invalid_request", message: `${param} ${v.message ?? "is invalid"}`, extra: { param } };
+    // A property name outside its pattern (propertyNames): say which name.
+    const name = (v as { propertyName?: unknown }).propertyName;
+    const what = typeof name === "string" ? `${param} has a name "${name.slice(0, 64)}" that` : param;
+    return { status: 400, code: "invalid_request", message: `${what} ${v.message ?? "is invalid"}`, extra: { param } };
   }
   const status = typeof error.statusCode === "number" ? error.statusCode : 500;
   const code = FASTIFY_STATUS_CODES[status];

@@ -5,7 +5,7 @@ import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
-import { MAX_SOURCE_BYTES } from "./plugins.service.ts";
+import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, SECRET_NAME } from "./plugins.service.ts";
 import { replayView, simulationView } from "./plugin-views.ts";
 
 /** Versions are PostgreSQL integers. */
@@ -26,6 +26,17 @@ const FetchRecord = Type.Object(
   { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
   { additionalProperties: true },
 );
+/**
+ * Secret name → value; a null value deletes that secret. One schema with two types rather than a union:
+ * the validator coerces inside a union (null became "" in its string branch, so a null never deleted).
+ */
+const SecretsInput = Type.Unsafe<Record<string, string | null>>({
+  type: "object",
+  propertyNames: { pattern: SECRET_NAME.source },
+  additionalProperties: { type: ["string", "null"], maxLength: MAX_SECRET_BYTES },
+  description: "Names are Lua identifiers of at most 64 characters (letters, digits and _, not starting with a digit): a plugin reads `secrets.name`.",
+  examples: [{ signingSecret: "whsec_…" }],
+});
 const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
 
 export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
@@ -116,7 +127,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
             {
               source: Type.Optional(Type.String({ minLength: 1 })),
               catalog: Type.Optional(Type.String({ minLength: 1 })),
-              secrets: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), Nullable(Type.String({ maxLength: 8192 })))),
+              secrets: Type.Optional(SecretsInput),
               enabled: Type.Optional(Type.Boolean()),
             },
             { additionalProperties: false },

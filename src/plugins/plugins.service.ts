@@ -15,6 +15,9 @@ import type { SecretBox } from "./secrets.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export const MAX_SOURCE_BYTES = 256 * 1024;
+/** A secret's name is a Lua identifier (`secrets.name` in a plugin), at most 64 characters; names are stored space-separated. */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+export const MAX_SECRET_BYTES = 8192;
 
 export interface PluginInfo {
   name: string;
@@ -202,6 +205,10 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     async install(storeId, name, input) {
       if (!PLUGIN_NAME.test(name)) {
         throw new AppError("invalid_request", "plugin name must be 1-64 letters, digits, _ or -, starting with a letter or digit", { param: "name" });
+      }
+      const badName = Object.keys(input.secrets ?? {}).find((k) => !SECRET_NAME.test(k));
+      if (badName !== undefined) {
+        throw new AppError("invalid_request", `secret name "${badName.slice(0, 64)}" is not 1-64 letters, digits or _ starting with a letter or _`, { param: "secrets" });
       }
       if (input.source !== undefined && input.catalog !== undefined) {
         throw new AppError("invalid_request", "give either source or catalog, not both", { param: "catalog" });
