@@ -8,7 +8,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
-import { consoleRoutes } from "./console/console.routes.ts";
+import { consoleRoutes, isConsolePath, setConsoleSecurityHeaders } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./customers/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
@@ -69,6 +69,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         ? { status: 414, code: "uri_too_long" as const, message: "A path parameter is longer than 100 characters" }
         : toErrorResponse(error);
       if (status >= 500) request.log.error({ err: error }, "request failed");
+      if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply as FastifyReply);
       void (reply as FastifyReply)
         .code(status)
         .header("x-request-id", request.id)
@@ -94,8 +95,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   });
   // Requests still in flight when shutdown starts close their keep-alive connection after answering;
   // otherwise an idle keep-alive socket would hold the server open until its timeout.
-  app.addHook("onSend", async (_request, reply) => {
+  app.addHook("onSend", async (request, reply) => {
     if (state.closing) reply.header("connection", "close");
+    if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply);
   });
 
   // Statuses any route can answer, whatever it declares: 500 (a bug), 503 (database unreachable), 429 and

@@ -1,6 +1,7 @@
 // The console's HTTP side under /console: the HTML shell for every client route, the bundled assets,
-// and /console/api/session (who is signed in, sign in, sign out). Every response carries a strict
-// Content Security Policy; the pages call the admin API with the session cookie (see admin.auth.ts).
+// and /console/api/session (who is signed in, sign in, sign out). Every response on a console path carries a
+// strict Content Security Policy (the app sets it); the pages call the admin API with the session cookie
+// (see admin.auth.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
@@ -17,6 +18,21 @@ import type { ConsoleSession } from "./console.service.ts";
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/** /console and everything under it, whichever route (or none) answers. */
+export const isConsolePath = (url: string): boolean => url === "/console" || url.startsWith("/console/") || url.startsWith("/console?");
+
+/**
+ * The console's security headers. Set by the app for every answer on a console path, not by the console's
+ * routes: a URL the router cannot decode (/console/%) or a method without a route (PUT /console) is
+ * answered outside them, and a browser renders those answers on the console's origin too.
+ */
+export function setConsoleSecurityHeaders(reply: FastifyReply): void {
+  reply.header("content-security-policy", CONSOLE_CSP);
+  reply.header("x-content-type-options", "nosniff");
+  reply.header("referrer-policy", "no-referrer");
+  reply.header("cross-origin-opener-policy", "same-origin");
+}
+
 const SessionSchema = Type.Object({
   kind: Type.String({ enum: ["admin", "user"], description: "Signed in with the admin token (every store) or a console login." }),
   email: Nullable(Type.String()),
@@ -30,13 +46,6 @@ const sessionView = (s: ConsoleSession) => ({ kind: s.kind, email: s.email, stor
 export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
     const tags = ["console"];
-    app.addHook("onSend", async (_request, reply) => {
-      reply.header("content-security-policy", CONSOLE_CSP);
-      reply.header("x-content-type-options", "nosniff");
-      reply.header("referrer-policy", "no-referrer");
-      reply.header("cross-origin-opener-policy", "same-origin");
-    });
-
     const currentSession = async (request: FastifyRequest) => {
       const cookie = readCookie(request, SESSION_COOKIE);
       return cookie === null ? null : services.console.authenticate(cookie);
