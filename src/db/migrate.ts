@@ -86,8 +86,11 @@ export async function pendingMigrations(db: Kysely<unknown>, ctx: MigrationConte
     const { rows } = await sql<{ name: string }>`select name from ${schema}`.execute(db);
     applied = new Set(rows.map((r) => r.name));
   } catch (err) {
-    // No migration table at all: an empty database. Anything else (the connection) is the caller's to see.
-    if (/kysely_migration|no such table|does not exist/.test(err instanceof Error ? err.message : "")) return Object.keys(migrations);
+    // No migration table at all: an empty database. Anything else (the connection, a database that does not
+    // exist: 3D000 says "does not exist" too) is the caller's to see.
+    const code = (err as { code?: unknown } | null)?.code;
+    const missingTable = code === "42P01" || /kysely_migration|no such table/.test(err instanceof Error ? err.message : "");
+    if (missingTable) return Object.keys(migrations);
     throw err;
   }
   return Object.keys(migrations).filter((name) => !applied.has(name));
