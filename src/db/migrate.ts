@@ -19,6 +19,7 @@ import * as m0013 from "./migrations/0013_documents_uncompressed.ts";
 import * as m0014 from "./migrations/0014_api_key_changes.ts";
 import * as m0015 from "./migrations/0015_documents_in_page_order.ts";
 import * as m0016 from "./migrations/0016_documents_hash_ids.ts";
+import * as m0018 from "./migrations/0018_sources_and_token_sessions.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -44,6 +45,7 @@ const migrations: Record<string, MigrationModule> = {
   "0014_api_key_changes": m0014,
   "0015_documents_in_page_order": m0015,
   "0016_documents_hash_ids": m0016,
+  "0018_sources_and_token_sessions": m0018,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
