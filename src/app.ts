@@ -15,7 +15,6 @@ import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
-import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { requirePlainIntegers } from "./lib/strict-numbers.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
@@ -121,17 +120,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
-    // An address that keeps failing to sign in (API key, admin token) waits, whatever it sends next.
-    if (guardsSignIn(request.url)) {
-      const wait = services.limits.authFailures.wait(clientBucket(request.ip));
-      if (wait > 0) {
-        reply.header("retry-after", String(wait));
-        throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
-      }
-    }
-  });
-  app.addHook("onResponse", async (request, reply) => {
-    if (reply.statusCode === 401 && guardsSignIn(request.url)) services.limits.authFailures.hit(clientBucket(request.ip));
   });
   app.addHook("preValidation", requirePlainIntegers);
   app.addHook("preHandler", async (request) => {

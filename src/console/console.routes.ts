@@ -6,7 +6,6 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { clientBucket } from "../lib/attempt-limiter.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
@@ -78,18 +77,18 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         checkOrigin(request);
-        const bucket = clientBucket(request.ip);
-        const wait = services.limits.authFailures.wait(bucket);
-        if (wait > 0) {
-          reply.header("retry-after", String(wait));
-          throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
-        }
+        // Counted before the (scrypt) check, so parallel attempts cannot outrun the limit; given back on success.
+        const settle = services.signIn.attempt("console", request.ip, reply);
         const body = request.body;
-        const opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
-        if (opened === null) {
-          services.limits.authFailures.hit(bucket);
-          throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
+        let opened: Awaited<ReturnType<typeof services.console.signInWithToken>>;
+        try {
+          opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
+        } catch (err) {
+          settle(true); // not checked (the database): not a failed attempt
+          throw err;
         }
+        settle(opened !== null);
+        if (opened === null) throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
         setSessionCookie(request, reply, opened.cookie);
         return sessionView(opened.session);
       },
