@@ -54,6 +54,8 @@ export interface Config {
   apiKeyCacheSeconds: number;
   /** The console's sessions end after this long without a request (CONSOLE_SESSION_IDLE_MINUTES), and 12 h after sign-in at the latest. */
   consoleSessionIdleMinutes: number;
+  /** Live delivery streams (console SSE): per session, and per process (at most half of HTTP_MAX_CONNECTIONS). */
+  consoleStreams: { perSession: number; max: number };
 }
 
 export interface HttpLimitsConfig {
@@ -177,6 +179,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   // A webhook waits silently for its plugin: the idle timeout must not cut it off.
   if (http.idleTimeoutMs <= pluginWallMs) problems.push(`HTTP_IDLE_TIMEOUT_MS (${http.idleTimeoutMs}) must be longer than PLUGIN_WALL_MS (${pluginWallMs})`);
 
+  // An open stream holds a connection for as long as the page is open: the console may take a share of
+  // HTTP_MAX_CONNECTIONS, never so much that webhooks find none left.
+  const streamsCeiling = Math.max(1, Math.floor(http.maxConnections / 2));
+  const consoleStreams = {
+    perSession: int("CONSOLE_STREAMS_PER_SESSION", 4, 1, 1000),
+    max: int("CONSOLE_STREAMS_MAX", Math.max(1, Math.floor(http.maxConnections / 4)), 1, 1_000_000),
+  };
+  if (consoleStreams.max > streamsCeiling) problems.push(`CONSOLE_STREAMS_MAX (${consoleStreams.max}) must be at most half of HTTP_MAX_CONNECTIONS (${streamsCeiling}): the rest is kept for webhooks and the API`);
+
   const config: Config = {
     port,
     host,
@@ -218,6 +229,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     readYieldMaxMs: int("READ_YIELD_MAX_MS", 50, 0, 10_000),
     apiKeyCacheSeconds: int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
     consoleSessionIdleMinutes: int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720),
+    consoleStreams,
     plugin: {
       poolSize,
       // One store's runs occupy at most this many workers; the rest stay free for other stores.

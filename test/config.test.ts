@@ -48,3 +48,12 @@ test("ISO dates: offsets, fractions, bare dates as whole UTC days; impossible da
     assert.equal(parseIsoDate(bad, false), null, bad);
   }
 });
+
+test("console streams default to a quarter of HTTP_MAX_CONNECTIONS and may take at most half of it", () => {
+  assert.deepEqual(loadConfig({ HTTP_MAX_CONNECTIONS: "100" }).consoleStreams, { perSession: 4, max: 25 });
+  assert.deepEqual(loadConfig({ HTTP_MAX_CONNECTIONS: "1" }).consoleStreams.max, 1);
+  assert.throws(
+    () => loadConfig({ HTTP_MAX_CONNECTIONS: "100", CONSOLE_STREAMS_MAX: "51" }),
+    (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith("CONSOLE_STREAMS_MAX") && p.includes("HTTP_MAX_CONNECTIONS")),
+  );
+});
