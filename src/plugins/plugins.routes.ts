@@ -7,6 +7,7 @@ import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
 import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, SECRET_NAME } from "./plugins.service.ts";
 import { replayView, simulationView } from "./plugin-views.ts";
+import { MAX_SOURCE_RANGES } from "./source-ranges.ts";
 
 /** Versions are PostgreSQL integers. */
 const MAX_VERSION = 2_147_483_647;
@@ -17,6 +18,7 @@ const PluginInfo = Type.Object({
   version: Type.Integer(),
   enabled: Type.Boolean(),
   secretNames: Type.Array(Type.String(), { description: "Names only: secret values are never shown." }),
+  allowedSources: Nullable(Type.Array(Type.String(), { description: "The provider's source ranges deliveries must come from; null: from anywhere." })),
   catalog: Nullable(Type.String()),
   createdAt: Type.String(),
   updatedAt: Type.String(),
@@ -36,6 +38,16 @@ const SecretsInput = Type.Unsafe<Record<string, string | null>>({
   additionalProperties: { type: ["string", "null"], maxLength: MAX_SECRET_BYTES },
   description: "Names are Lua identifiers of at most 64 characters (letters, digits and _, not starting with a digit): a plugin reads `secrets.name`.",
   examples: [{ signingSecret: "whsec_…" }],
+});
+/** One schema with two types, like SecretsInput: inside a union the validator's coercion would rewrite null. */
+const AllowedSourcesInput = Type.Unsafe<string[] | null>({
+  type: ["array", "null"],
+  items: { type: "string", minLength: 1, maxLength: 64 },
+  maxItems: MAX_SOURCE_RANGES,
+  description:
+    "The provider's published source ranges (IP addresses or CIDRs): a delivery from any other client address is answered 403 source_not_allowed before any work. " +
+    "null removes the restriction; omitted, it stays as it is. The client address is the socket's peer unless TRUST_PROXY names the proxies in front (docs/operations.md).",
+  examples: [["54.187.174.169/32", "54.187.205.235/32"]],
 });
 const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
 
@@ -129,6 +141,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
               catalog: Type.Optional(Type.String({ minLength: 1 })),
               secrets: Type.Optional(SecretsInput),
               enabled: Type.Optional(Type.Boolean()),
+              allowedSources: Type.Optional(AllowedSourcesInput),
             },
             { additionalProperties: false },
           ),

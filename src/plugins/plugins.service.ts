@@ -11,6 +11,7 @@ import { diffLines, unifiedDiff } from "../lib/line-diff.ts";
 import { newId } from "../lib/ids.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
+import { sourceRangesProblem } from "./source-ranges.ts";
 import type { SecretBox } from "./secrets.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -24,6 +25,8 @@ export interface PluginInfo {
   version: number;
   enabled: boolean;
   secretNames: string[];
+  /** The provider's source ranges (CIDRs) deliveries must come from; null: from anywhere. */
+  allowedSources: string[] | null;
   catalog: string | null;
   createdAt: string;
   updatedAt: string;
@@ -52,6 +55,15 @@ export interface InstallInput {
   /** Merged into the stored secrets; a null value deletes that secret. */
   secrets?: Record<string, string | null>;
   enabled?: boolean;
+  /** The provider's source ranges (CIDRs); null removes the restriction; undefined leaves it as it is. */
+  allowedSources?: string[] | null;
+}
+
+/** What the webhook needs to know before any work: whether there is an enabled plugin to run, and from where. */
+export interface DeliveryTarget {
+  /** The store exists and has the plugin installed and enabled. */
+  runnable: boolean;
+  allowedSources: string[] | null;
 }
 
 export interface PluginDiff {
@@ -83,6 +95,8 @@ export interface PluginsService {
    * Throws store_not_found / plugin_not_found; a disabled plugin is returned with enabled=false.
    */
   loadForRun(storeId: string, name: string, version?: number): Promise<RunnablePlugin>;
+  /** One lookup, no secrets opened: see DeliveryTarget. */
+  deliveryTarget(storeId: string, name: string): Promise<DeliveryTarget>;
 }
 
 export interface PluginCompiler {
@@ -103,7 +117,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     return db
       .selectFrom("plugin_installations as p")
       .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
-      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
+      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.allowed_sources", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
       .where("p.store_id", "=", storeId);
   }
 
@@ -161,7 +175,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
         version = 1;
         await tx
           .insertInto("plugin_installations")
-          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, created_at: t, updated_at: t })
+          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, allowed_sources: storedSources(input.allowedSources), created_at: t, updated_at: t })
           .execute();
       } else {
         id = existing.id;
@@ -174,6 +188,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
             secret_names: secretNames,
             updated_at: t,
             ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
+            ...(input.allowedSources === undefined ? {} : { allowed_sources: storedSources(input.allowedSources) }),
           })
           .where("id", "=", id)
           .execute();
@@ -196,6 +211,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     version: r.current_version,
     enabled: r.enabled !== 0,
     secretNames: r.secret_names === "" ? [] : r.secret_names.split(" "),
+    allowedSources: r.allowed_sources === null ? null : (JSON.parse(r.allowed_sources) as string[]),
     catalog: r.catalog_name,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
@@ -209,6 +225,10 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       const badName = Object.keys(input.secrets ?? {}).find((k) => !SECRET_NAME.test(k));
       if (badName !== undefined) {
         throw new AppError("invalid_request", `secret name "${badName.slice(0, 64)}" is not 1-64 letters, digits or _ starting with a letter or _`, { param: "secrets" });
+      }
+      if (input.allowedSources !== undefined && input.allowedSources !== null) {
+        const problem = sourceRangesProblem(input.allowedSources);
+        if (problem !== null) throw new AppError("invalid_request", problem, { param: "allowedSources" });
       }
       if (input.source !== undefined && input.catalog !== undefined) {
         throw new AppError("invalid_request", "give either source or catalog, not both", { param: "catalog" });
@@ -325,6 +345,17 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
       return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets };
     },
+
+    async deliveryTarget(storeId, name) {
+      const row = await db
+        .selectFrom("stores as s")
+        .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
+        .select(["p.enabled", "p.allowed_sources"])
+        .where("s.id", "=", storeId)
+        .executeTakeFirst();
+      const sources = row?.allowed_sources ?? null;
+      return { runnable: row?.enabled === 1, allowedSources: sources === null ? null : (JSON.parse(sources) as string[]) };
+    },
   };
 
   /**
@@ -354,3 +385,5 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
   return service;
 }
+
+const storedSources = (sources: string[] | null | undefined): string | null => (sources === undefined || sources === null ? null : JSON.stringify(sources.map((r) => r.trim())));
