@@ -17,6 +17,7 @@ import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { requirePlainIntegers } from "./lib/strict-numbers.ts";
+import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
@@ -50,7 +51,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const { config } = services;
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
-    trustProxy: config.trustProxy,
+    trustProxy: trustFunction(config.trustProxy),
     bodyLimit: 1024 * 1024,
     // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.
     genReqId: (req) => {
@@ -88,7 +89,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = config.http.maxConnections;
 
-  const state = { closing: false };
+  const state = { closing: false, forwarded: createForwardedNotice(config.trustProxy) };
   app.addHook("preClose", async () => {
     state.closing = true;
   });
@@ -120,6 +121,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
+    // A proxy in front that TRUST_PROXY does not name: every client looks like it (src/lib/client-address.ts).
+    if (state.forwarded.note(request.socket.remoteAddress, request.headers["x-forwarded-for"], Date.now())) {
+      request.log.warn(
+        { peer: request.socket.remoteAddress, trustProxy: config.trustProxy.kind },
+        "requests carry X-Forwarded-For from a peer TRUST_PROXY does not trust: client addresses are that peer's (set TRUST_PROXY to the proxies in front, docs/operations.md); said once, counted in /readyz",
+      );
+    }
   });
   app.addHook("preValidation", requirePlainIntegers);
   app.addHook("preHandler", async (request) => {

@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
@@ -37,7 +38,8 @@ export interface Config {
   invoicePaymentWindowMinutes: number;
   /** Events out (CONTRACT §9). */
   events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
-  trustProxy: boolean;
+  /** Who the client is behind proxies (src/lib/client-address.ts). */
+  trustProxy: TrustProxy;
   /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
   http: HttpLimitsConfig;
   plugin: PluginLimitsConfig;
@@ -104,14 +106,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     const n = Number(raw);
     if (n < min || n > max) problems.push(`${name} must be between ${min} and ${max}, got ${n}`);
     return n;
-  };
-  const bool = (name: string, fallback: boolean): boolean => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    if (/^(1|true|yes|on)$/i.test(raw)) return true;
-    if (/^(0|false|no|off)$/i.test(raw)) return false;
-    problems.push(`${name} must be true or false, got "${raw}"`);
-    return fallback;
   };
 
   const port = int("PORT", 3000, 0, 65535);
@@ -188,6 +182,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   };
   if (consoleStreams.max > streamsCeiling) problems.push(`CONSOLE_STREAMS_MAX (${consoleStreams.max}) must be at most half of HTTP_MAX_CONNECTIONS (${streamsCeiling}): the rest is kept for webhooks and the API`);
 
+  const trustProxyParsed = parseTrustProxy(env.TRUST_PROXY);
+  if ("problem" in trustProxyParsed) problems.push(trustProxyParsed.problem);
+  const trustProxy: TrustProxy = "value" in trustProxyParsed ? trustProxyParsed.value : { kind: "none" };
+
   const config: Config = {
     port,
     host,
@@ -221,7 +219,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       endpointAllow: list("ENDPOINT_ALLOW"),
       dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
     },
-    trustProxy: bool("TRUST_PROXY", false),
+    trustProxy,
     http,
     // One core is left to the thread that answers webhooks.
     readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),

@@ -112,7 +112,7 @@ for (const { name: dialect, skip } of DIALECTS) {
     });
 
     test("the cookie is Secure when the request came over TLS (x-forwarded-proto from a trusted proxy)", async () => {
-      const proxied = await createHarness(dialect, { TRUST_PROXY: "true" });
+      const proxied = await createHarness(dialect, { TRUST_PROXY: "loopback" });
       try {
         const r = await proxied.app.inject({ method: "POST", url: "/console/api/session", headers: { "x-forwarded-proto": "https" }, payload: { token: ADMIN_TOKEN } });
         expectStatus(r, 200);
