@@ -58,7 +58,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       const incoming = req.headers["x-request-id"];
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
+    // Unknown query parameters are an error (README, "The read API"), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
     // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id

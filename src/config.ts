@@ -7,7 +7,7 @@ import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
-/** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
+/** The sandbox limits (docs/plugins.md, "Limits"), as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
 
 export interface Config {
@@ -36,7 +36,7 @@ export interface Config {
   deliveryRetentionDays: number;
   /** Pending invoices expire this long after creation; 0 turns expiry off. */
   invoicePaymentWindowMinutes: number;
-  /** Events out (CONTRACT §9). */
+  /** Events out (docs/events.md). */
   events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
   /** Who the client is behind proxies (src/lib/client-address.ts). */
   trustProxy: TrustProxy;

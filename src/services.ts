@@ -57,7 +57,7 @@ export interface Services {
   /** The console's logins and sessions. */
   console: ConsoleService;
   metrics: Metrics;
-  /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
+  /** Limits charged to whoever caused them (docs/plugins.md, "What the provider gets"): strangers cannot spend a store's. */
   limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
   /** Failed API keys, admin tokens and console sign-ins, counted per address and kind before the check. */
   signIn: SignInGuard;
