@@ -8,15 +8,16 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
-import { consoleRoutes } from "./console/console.routes.ts";
+import { consoleRoutes, isConsolePath, setConsoleSecurityHeaders } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./customers/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
-import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
+import { requirePlainIntegers } from "./lib/strict-numbers.ts";
+import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
@@ -50,14 +51,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const { config } = services;
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
-    trustProxy: config.trustProxy,
+    trustProxy: trustFunction(config.trustProxy),
     bodyLimit: 1024 * 1024,
     // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.
     genReqId: (req) => {
       const incoming = req.headers["x-request-id"];
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
+    // Unknown query parameters are an error (README, "The read API"), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
     // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
@@ -68,6 +69,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         ? { status: 414, code: "uri_too_long" as const, message: "A path parameter is longer than 100 characters" }
         : toErrorResponse(error);
       if (status >= 500) request.log.error({ err: error }, "request failed");
+      if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply as FastifyReply);
       void (reply as FastifyReply)
         .code(status)
         .header("x-request-id", request.id)
@@ -87,14 +89,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = config.http.maxConnections;
 
-  const state = { closing: false };
+  const state = { closing: false, forwarded: createForwardedNotice(config.trustProxy) };
   app.addHook("preClose", async () => {
     state.closing = true;
   });
   // Requests still in flight when shutdown starts close their keep-alive connection after answering;
   // otherwise an idle keep-alive socket would hold the server open until its timeout.
-  app.addHook("onSend", async (_request, reply) => {
+  app.addHook("onSend", async (request, reply) => {
     if (state.closing) reply.header("connection", "close");
+    if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply);
   });
 
   // Statuses any route can answer, whatever it declares: 500 (a bug), 503 (database unreachable), 429 and
@@ -118,18 +121,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
-    // An address that keeps failing to sign in (API key, admin token) waits, whatever it sends next.
-    if (guardsSignIn(request.url)) {
-      const wait = services.limits.authFailures.wait(clientBucket(request.ip));
-      if (wait > 0) {
-        reply.header("retry-after", String(wait));
-        throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
-      }
+    // A proxy in front that TRUST_PROXY does not name: every client looks like it (src/lib/client-address.ts).
+    if (state.forwarded.note(request.socket.remoteAddress, request.headers["x-forwarded-for"], Date.now())) {
+      request.log.warn(
+        { peer: request.socket.remoteAddress, trustProxy: config.trustProxy.kind },
+        "requests carry X-Forwarded-For from a peer TRUST_PROXY does not trust: client addresses are that peer's (set TRUST_PROXY to the proxies in front, docs/operations.md); said once, counted in /readyz",
+      );
     }
   });
-  app.addHook("onResponse", async (request, reply) => {
-    if (reply.statusCode === 401 && guardsSignIn(request.url)) services.limits.authFailures.hit(clientBucket(request.ip));
-  });
+  app.addHook("preValidation", requirePlainIntegers);
   app.addHook("preHandler", async (request) => {
     assertStorable({ query: request.query, params: request.params, body: request.body });
   });
@@ -246,7 +246,10 @@ export function toErrorResponse(error: FastifyError | AppError): ErrorResponse {
       .replace(/\/(\d+)(?=\/|$)/g, "[$1]")
       .replace(/\//g, ".");
     const param = path === "" ? (error.validationContext ?? "body") : path;
-    return { status: 400, code: "invalid_request", message: `${param} ${v.message ?? "is invalid"}`, extra: { param } };
+    // A property name outside its pattern (propertyNames): say which name.
+    const name = (v as { propertyName?: unknown }).propertyName;
+    const what = typeof name === "string" ? `${param} has a name "${name.slice(0, 64)}" that` : param;
+    return { status: 400, code: "invalid_request", message: `${what} ${v.message ?? "is invalid"}`, extra: { param } };
   }
   const status = typeof error.statusCode === "number" ? error.statusCode : 500;
   const code = FASTIFY_STATUS_CODES[status];

@@ -3,10 +3,11 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
-/** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
+/** The sandbox limits (docs/plugins.md, "Limits"), as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
 
 export interface Config {
@@ -35,9 +36,10 @@ export interface Config {
   deliveryRetentionDays: number;
   /** Pending invoices expire this long after creation; 0 turns expiry off. */
   invoicePaymentWindowMinutes: number;
-  /** Events out (CONTRACT §9). */
+  /** Events out (docs/events.md). */
   events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
-  trustProxy: boolean;
+  /** Who the client is behind proxies (src/lib/client-address.ts). */
+  trustProxy: TrustProxy;
   /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
   http: HttpLimitsConfig;
   plugin: PluginLimitsConfig;
@@ -54,6 +56,8 @@ export interface Config {
   apiKeyCacheSeconds: number;
   /** The console's sessions end after this long without a request (CONSOLE_SESSION_IDLE_MINUTES), and 12 h after sign-in at the latest. */
   consoleSessionIdleMinutes: number;
+  /** Live delivery streams (console SSE): per session, and per process (at most half of HTTP_MAX_CONNECTIONS). */
+  consoleStreams: { perSession: number; max: number };
 }
 
 export interface HttpLimitsConfig {
@@ -102,14 +106,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     const n = Number(raw);
     if (n < min || n > max) problems.push(`${name} must be between ${min} and ${max}, got ${n}`);
     return n;
-  };
-  const bool = (name: string, fallback: boolean): boolean => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    if (/^(1|true|yes|on)$/i.test(raw)) return true;
-    if (/^(0|false|no|off)$/i.test(raw)) return false;
-    problems.push(`${name} must be true or false, got "${raw}"`);
-    return fallback;
   };
 
   const port = int("PORT", 3000, 0, 65535);
@@ -177,6 +173,19 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   // A webhook waits silently for its plugin: the idle timeout must not cut it off.
   if (http.idleTimeoutMs <= pluginWallMs) problems.push(`HTTP_IDLE_TIMEOUT_MS (${http.idleTimeoutMs}) must be longer than PLUGIN_WALL_MS (${pluginWallMs})`);
 
+  // An open stream holds a connection for as long as the page is open: the console may take a share of
+  // HTTP_MAX_CONNECTIONS, never so much that webhooks find none left.
+  const streamsCeiling = Math.max(1, Math.floor(http.maxConnections / 2));
+  const consoleStreams = {
+    perSession: int("CONSOLE_STREAMS_PER_SESSION", 4, 1, 1000),
+    max: int("CONSOLE_STREAMS_MAX", Math.max(1, Math.floor(http.maxConnections / 4)), 1, 1_000_000),
+  };
+  if (consoleStreams.max > streamsCeiling) problems.push(`CONSOLE_STREAMS_MAX (${consoleStreams.max}) must be at most half of HTTP_MAX_CONNECTIONS (${streamsCeiling}): the rest is kept for webhooks and the API`);
+
+  const trustProxyParsed = parseTrustProxy(env.TRUST_PROXY);
+  if ("problem" in trustProxyParsed) problems.push(trustProxyParsed.problem);
+  const trustProxy: TrustProxy = "value" in trustProxyParsed ? trustProxyParsed.value : { kind: "none" };
+
   const config: Config = {
     port,
     host,
@@ -210,7 +219,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       endpointAllow: list("ENDPOINT_ALLOW"),
       dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
     },
-    trustProxy: bool("TRUST_PROXY", false),
+    trustProxy,
     http,
     // One core is left to the thread that answers webhooks.
     readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
@@ -218,6 +227,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     readYieldMaxMs: int("READ_YIELD_MAX_MS", 50, 0, 10_000),
     apiKeyCacheSeconds: int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
     consoleSessionIdleMinutes: int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720),
+    consoleStreams,
     plugin: {
       poolSize,
       // One store's runs occupy at most this many workers; the rest stay free for other stores.

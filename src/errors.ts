@@ -7,6 +7,7 @@ export const errorStatus = {
   webhook_rejected: 401,
   forbidden: 403,
   csrf_failed: 403,
+  source_not_allowed: 403,
   not_found: 404,
   store_not_found: 404,
   customer_not_found: 404,

@@ -13,6 +13,7 @@ import { createEventsService, type EventsService } from "./events/events.service
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
+import { createSignInGuard, type SignInGuard } from "./auth/sign-in-guard.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
 import { createMetrics, instrumentSandbox, type Metrics, observeReadModel } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
@@ -68,8 +69,10 @@ export interface Services {
   /** The console's logins and sessions. */
   console: ConsoleService;
   metrics: Metrics;
-  /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
+  /** Limits charged to whoever caused them (docs/plugins.md, "What the provider gets"): strangers cannot spend a store's. */
   limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
+  /** Failed API keys, admin tokens and console sign-ins, counted per address and kind before the check. */
+  signIn: SignInGuard;
   /** The clock every service uses (tests substitute it). */
   now: () => number;
   /** Per-key rate limit of the read API (rate-limit plugin route config). */
@@ -181,6 +184,11 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const keyCache = createKeyCache<AuthenticatedKey>(changes, KEY_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);
   const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
+  const limits = {
+    authFailures: createAttemptLimiter(config.authFailureLimit),
+    webhookVerified: createAttemptLimiter(config.webhookRateLimit),
+    webhookUnverified: createAttemptLimiter(config.webhookUnverifiedLimit),
+  };
   const reads = createReadsService({
     database: config.database,
     threads: config.readThreads,
@@ -211,11 +219,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     paymentsFirst,
     sandbox,
     console: createConsoleService({ db: db.kysely, stores, adminToken: config.adminToken, idleMinutes: config.consoleSessionIdleMinutes, now }),
-    limits: {
-      authFailures: createAttemptLimiter(config.authFailureLimit),
-      webhookVerified: createAttemptLimiter(config.webhookRateLimit),
-      webhookUnverified: createAttemptLimiter(config.webhookUnverifiedLimit),
-    },
+    limits,
+    signIn: createSignInGuard(limits.authFailures),
     metrics,
     now,
     readRateLimit: {

@@ -48,3 +48,29 @@ test("ISO dates: offsets, fractions, bare dates as whole UTC days; impossible da
     assert.equal(parseIsoDate(bad, false), null, bad);
   }
 });
+
+test("console streams default to a quarter of HTTP_MAX_CONNECTIONS and may take at most half of it", () => {
+  assert.deepEqual(loadConfig({ HTTP_MAX_CONNECTIONS: "100" }).consoleStreams, { perSession: 4, max: 25 });
+  assert.deepEqual(loadConfig({ HTTP_MAX_CONNECTIONS: "1" }).consoleStreams.max, 1);
+  assert.throws(
+    () => loadConfig({ HTTP_MAX_CONNECTIONS: "100", CONSOLE_STREAMS_MAX: "51" }),
+    (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith("CONSOLE_STREAMS_MAX") && p.includes("HTTP_MAX_CONNECTIONS")),
+  );
+});
+
+test("TRUST_PROXY takes addresses, ranges and names or a hop count; true is refused with the accepted forms", () => {
+  assert.deepEqual(loadConfig({}).trustProxy, { kind: "none" });
+  assert.deepEqual(loadConfig({ TRUST_PROXY: "false" }).trustProxy, { kind: "none" });
+  assert.deepEqual(loadConfig({ TRUST_PROXY: "1" }).trustProxy, { kind: "hops", hops: 1 });
+  assert.deepEqual(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8,fd00::/8" }).trustProxy, { kind: "addresses", entries: ["loopback", "10.0.0.0/8", "fd00::/8"] });
+  for (const value of ["true", "TRUE", "yes", "on"]) {
+    assert.throws(
+      () => loadConfig({ TRUST_PROXY: value }),
+      (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && /^TRUST_PROXY=\w+ would let every client choose its own address.*TRUST_PROXY=1.*10\.0\.0\.0\/8/.test(err.problems[0]!),
+      value,
+    );
+  }
+  for (const value of ["10.0.0.0/33", "proxy.internal", "17"]) {
+    assert.throws(() => loadConfig({ TRUST_PROXY: value }), (err: unknown) => err instanceof ConfigError && err.problems[0]!.startsWith("TRUST_PROXY"), value);
+  }
+});

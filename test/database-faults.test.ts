@@ -129,3 +129,51 @@ describe("PostgreSQL connections terminated under load", { skip: pgSkip }, () =>
     }
   });
 });
+
+describe("a PostgreSQL database dropped under a running service", { skip: pgSkip }, () => {
+  test("is a database fault: 503 database_unavailable with Retry-After on every route that needs it, /readyz 503 'database unavailable', never 500", async () => {
+    const name = `sf_dropped_${randomBase32(8).toLowerCase()}`;
+    const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    const url = new URL(PG_ADMIN_URL);
+    url.pathname = `/${name}`;
+    // READ_THREADS=1: the read API's own connections (postgres.js) meet the missing database too.
+    const config = loadConfig({ DATABASE_URL: url.toString(), ADMIN_TOKEN, LOG_LEVEL: "silent", SECRETS_KEY: randomBytes(32).toString("hex"), READ_THREADS: "1", API_KEY_CACHE_SECONDS: "0" });
+    const services = await createServices(config);
+    const app = await buildApp(services, { logger: false });
+    try {
+      const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+      const store = (await app.inject({ method: "POST", url: "/api/admin/stores", headers: auth, payload: { name: "Doomed" } })).json<{ id: string }>();
+      const key = (await app.inject({ method: "POST", url: `/api/admin/stores/${store.id}/keys`, headers: auth, payload: {} })).json<{ key: string }>().key;
+      assert.equal((await app.inject({ method: "GET", url: "/api/service/customers", headers: { authorization: key } })).statusCode, 200);
+
+      // Terminates this test's own connections to it (and only those: nobody else uses this database).
+      await admin.query(`drop database ${name} with (force)`);
+
+      const requests = [
+        () => app.inject({ method: "GET", url: "/api/admin/stores", headers: auth }),
+        () => app.inject({ method: "POST", url: "/api/admin/stores", headers: auth, payload: { name: "After" } }),
+        () => app.inject({ method: "GET", url: "/api/service/customers", headers: { authorization: key } }),
+        () => app.inject({ method: "POST", url: `/api/paymentPlugins?pluginName=pay&storeId=${store.id}`, payload: "{}", headers: { "content-type": "application/json" } }),
+      ];
+      for (const send of requests) {
+        // The first request on a terminated pooled connection may meet it closing; every answer must be 503.
+        for (let i = 0; i < 3; i++) {
+          const r = await send();
+          assert.equal(r.statusCode, 503, r.body);
+          assert.equal(r.json<{ error: { code: string } }>().error.code, "database_unavailable");
+          assert.ok(Number(r.headers["retry-after"]) > 0);
+        }
+      }
+      const ready = await app.inject({ method: "GET", url: "/readyz" });
+      assert.equal(ready.statusCode, 503);
+      assert.equal(ready.json<{ status: string }>().status, "database unavailable", "not 'schema not migrated': the database itself is gone");
+    } finally {
+      await app.close();
+      await services.close();
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
+  });
+});

@@ -425,9 +425,9 @@ for (const { name: dialect, skip } of DIALECTS) {
 
 for (const { name: dialect, skip } of DIALECTS) {
   describe(`endpoint address policy on ${dialect}`, { skip }, () => {
-    test("a name that resolves to a private address is refused on the connected socket, attempt recorded, nothing received", async () => {
+    test("a name that resolves to a private address is refused when it is resolved, attempt recorded, nothing received", async () => {
       // No ENDPOINT_ALLOW: loopback is private. "localhost" passes the save-time check (it is not an IP
-      // literal), so only the check of the address the socket reached can stop it.
+      // literal), so the check of the addresses it resolves to stops it (test/events.endpoint-policy.test.ts).
       const h = await createHarness(dialect, {}, { dispatch: { timeoutMs: 2000 } });
       const receiver = await startReceiver();
       try {

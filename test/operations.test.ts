@@ -23,7 +23,7 @@ for (const dialect of DIALECTS) {
       expectStatus(await h.get("/healthz"), 200);
       const ready = await h.get("/readyz");
       expectStatus(ready, 200);
-      assert.deepEqual(ready.json(), { status: "ready" });
+      assert.deepEqual(ready.json(), { status: "ready", details: { proxy: { trustProxy: "none", untrustedForwardedFor: null } } });
       const metrics = await h.get("/metrics");
       expectStatus(metrics, 200);
       assert.match(String(metrics.headers["content-type"]), /text\/plain/);

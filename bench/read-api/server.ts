@@ -64,7 +64,7 @@ async function start(request: ServerRequest): Promise<FastifyInstance> {
       // the difference between this route and the list route.
       app.get(
         memoryPath(c).replace("/memory/", "/pipeline/"),
-        { schema, onRequest: requireApiKey(services.stores, `${c.list}:read`), config: { rateLimit: services.readRateLimit } },
+        { schema, onRequest: requireApiKey(services.stores, `${c.list}:read`, services.signIn), config: { rateLimit: services.readRateLimit } },
         async (req) => {
           parseListQuery(req.query as ListQueryInput);
           return page;

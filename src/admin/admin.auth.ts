@@ -5,9 +5,10 @@
 // its own stores' routes (any other store is answered 404, as if it did not exist) and, of the routes
 // without a store, only the store list (filtered) and the catalogue.
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../errors.ts";
 import { extractToken } from "../auth/api-key.hook.ts";
+import type { SignInGuard } from "../auth/sign-in-guard.ts";
 import { SESSION_COOKIE, canSeeStore, checkCsrf, readCookie } from "../console/console.auth.ts";
 import type { ConsoleService } from "../console/console.service.ts";
 
@@ -16,9 +17,9 @@ const digest = (s: string) => createHash("sha256").update(s).digest();
 /** Store-less admin routes a console login may call (read-only, nothing of another store in them). */
 const LOGIN_STORELESS = new Set(["GET /api/admin/stores", "GET /api/admin/catalog", "GET /api/admin/catalog/:name/fixtures"]);
 
-export function requireAdmin(adminToken: string | null, sessions?: ConsoleService) {
+export function requireAdmin(adminToken: string | null, guard: SignInGuard, sessions?: ConsoleService) {
   const expected = adminToken === null ? null : digest(adminToken);
-  return async function adminHook(request: FastifyRequest): Promise<void> {
+  return async function adminHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     request.consoleSession = null;
     if (sessions !== undefined && request.headers.authorization === undefined) {
       const cookie = readCookie(request, SESSION_COOKIE);
@@ -26,7 +27,12 @@ export function requireAdmin(adminToken: string | null, sessions?: ConsoleServic
     }
     if (expected === null) throw new AppError("unauthorized", "The admin API is disabled: set ADMIN_TOKEN to enable it");
     const token = extractToken(request.headers.authorization);
-    if (token === null || !timingSafeEqual(digest(token), expected)) throw new AppError("unauthorized", "Invalid admin token");
+    if (token === null) throw new AppError("unauthorized", "Missing admin token: send Authorization: Bearer <ADMIN_TOKEN>");
+    // Counted before the comparison, given back when it matches (sign-in-guard.ts).
+    const settle = guard.attempt("admin-token", request.ip, reply);
+    const matches = timingSafeEqual(digest(token), expected);
+    settle(matches);
+    if (!matches) throw new AppError("unauthorized", "Invalid admin token");
   };
 }
 

@@ -31,7 +31,7 @@ const KeyInfoSchema = Type.Object({
 
 export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.addHook("onRequest", requireAdmin(services.config.adminToken, services.console));
+    app.addHook("onRequest", requireAdmin(services.config.adminToken, services.signIn, services.console));
     const security = [{ adminToken: [] }];
     const tags = ["admin"];
 

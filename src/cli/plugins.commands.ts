@@ -94,14 +94,18 @@ export function registerPluginCommands(program: Command): void {
     .option("--secret <NAME=value>", "a secret (repeatable); merged into the stored ones. Visible in shell history: prefer --secrets-file", collect, [])
     .option("--secrets-file <file>", "secrets from a file ('-' for standard input): NAME=value lines, or a JSON object")
     .option("--disabled", "install disabled")
+    .option("--allowed-sources <ranges>", "the provider's source ranges, comma-separated IPs or CIDRs (deliveries from elsewhere: 403); 'any' removes the restriction")
     .addHelpText("after", "\nExamples:\n  storefront plugins install pay --store st_… --catalog generic-hmac --secrets-file secrets.env\n  printf 'signingSecret=%s\\n' \"$SECRET\" | storefront plugins install pay --store st_… --secrets-file -\n")
-    .action(async (name: string, opts: StoreOption & { file?: string; catalog?: string; secret: string[]; secretsFile?: string; disabled?: boolean }) => {
+    .action(async (name: string, opts: StoreOption & { file?: string; catalog?: string; secret: string[]; secretsFile?: string; disabled?: boolean; allowedSources?: string }) => {
       if (opts.file && opts.catalog) throw new CliError("give --file or --catalog, not both");
       const secrets = {
         ...(opts.secretsFile === undefined ? {} : parseSecretsFile(readInput(opts.secretsFile, "--secrets-file").toString("utf8"), opts.secretsFile)),
         ...parsePairs(opts.secret, "secret"),
       };
-      if (!opts.file && !opts.catalog && Object.keys(secrets).length === 0 && !opts.disabled) throw new CliError("give --file, --catalog, --secret or --secrets-file");
+      if (!opts.file && !opts.catalog && Object.keys(secrets).length === 0 && !opts.disabled && opts.allowedSources === undefined) {
+        throw new CliError("give --file, --catalog, --secret, --secrets-file or --allowed-sources");
+      }
+      const allowedSources = opts.allowedSources === undefined ? undefined : opts.allowedSources.trim() === "any" ? null : opts.allowedSources.split(",").map((r) => r.trim()).filter((r) => r !== "");
       const source = opts.file ? readInput(opts.file, "--file").toString("utf8") : undefined;
       await withServices(async (s) => {
         const { created: _created, ...result } = await s.plugins.install(opts.store, name, {
@@ -109,6 +113,7 @@ export function registerPluginCommands(program: Command): void {
           ...(opts.catalog ? { catalog: opts.catalog } : {}),
           ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
           ...(opts.disabled ? { enabled: false } : {}),
+          ...(allowedSources !== undefined ? { allowedSources } : {}),
         });
         printJson(result);
       });

@@ -1,4 +1,4 @@
-// SQL of the console's logins and sessions (tables from migration 0011).
+// SQL of the console's logins and sessions (tables from migration 0011; the admin token's tag, 0018).
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 
@@ -16,6 +16,8 @@ export interface ConsoleSessionRow {
   createdAt: number;
   lastSeenAt: number;
   expiresAt: number;
+  /** Admin-token sessions: the tag binding them to the token that opened them. */
+  adminTokenTag: string | null;
   /** The login's e-mail and stores (null for an admin-token session). */
   email: string | null;
   stores: string[] | null;
@@ -49,17 +51,17 @@ export function createConsoleRepository(db: Kysely<Database>) {
         return true;
       });
     },
-    async insertSession(s: { idHash: string; userId: string | null; csrfToken: string; now: number; expiresAt: number }): Promise<void> {
+    async insertSession(s: { idHash: string; userId: string | null; csrfToken: string; now: number; expiresAt: number; adminTokenTag: string | null }): Promise<void> {
       await db
         .insertInto("console_sessions")
-        .values({ id_hash: s.idHash, user_id: s.userId, csrf_token: s.csrfToken, created_at: s.now, last_seen_at: s.now, expires_at: s.expiresAt })
+        .values({ id_hash: s.idHash, user_id: s.userId, csrf_token: s.csrfToken, created_at: s.now, last_seen_at: s.now, expires_at: s.expiresAt, admin_token_tag: s.adminTokenTag })
         .execute();
     },
     async session(idHash: string): Promise<ConsoleSessionRow | null> {
       const r = await db
         .selectFrom("console_sessions as s")
         .leftJoin("console_users as u", "u.id", "s.user_id")
-        .select(["s.user_id", "s.csrf_token", "s.created_at", "s.last_seen_at", "s.expires_at", "u.email", "u.stores"])
+        .select(["s.user_id", "s.csrf_token", "s.created_at", "s.last_seen_at", "s.expires_at", "s.admin_token_tag", "u.email", "u.stores"])
         .where("s.id_hash", "=", idHash)
         .executeTakeFirst();
       if (!r) return null;
@@ -69,6 +71,7 @@ export function createConsoleRepository(db: Kysely<Database>) {
         createdAt: Number(r.created_at),
         lastSeenAt: Number(r.last_seen_at),
         expiresAt: Number(r.expires_at),
+        adminTokenTag: r.admin_token_tag,
         email: r.email ?? null,
         stores: r.stores === null || r.stores === undefined ? null : splitStores(r.stores),
       };

@@ -1,11 +1,11 @@
 // The console's HTTP side under /console: the HTML shell for every client route, the bundled assets,
-// and /console/api/session (who is signed in, sign in, sign out). Every response carries a strict
-// Content Security Policy; the pages call the admin API with the session cookie (see admin.auth.ts).
+// and /console/api/session (who is signed in, sign in, sign out). Every response on a console path carries a
+// strict Content Security Policy (the app sets it); the pages call the admin API with the session cookie
+// (see admin.auth.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { clientBucket } from "../lib/attempt-limiter.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
@@ -16,6 +16,21 @@ import type { ConsoleSession } from "./console.service.ts";
 
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** /console and everything under it, whichever route (or none) answers. */
+export const isConsolePath = (url: string): boolean => url === "/console" || url.startsWith("/console/") || url.startsWith("/console?");
+
+/**
+ * The console's security headers. Set by the app for every answer on a console path, not by the console's
+ * routes: a URL the router cannot decode (/console/%) or a method without a route (PUT /console) is
+ * answered outside them, and a browser renders those answers on the console's origin too.
+ */
+export function setConsoleSecurityHeaders(reply: FastifyReply): void {
+  reply.header("content-security-policy", CONSOLE_CSP);
+  reply.header("x-content-type-options", "nosniff");
+  reply.header("referrer-policy", "no-referrer");
+  reply.header("cross-origin-opener-policy", "same-origin");
+}
 
 const SessionSchema = Type.Object({
   kind: Type.String({ enum: ["admin", "user"], description: "Signed in with the admin token (every store) or a console login." }),
@@ -30,13 +45,6 @@ const sessionView = (s: ConsoleSession) => ({ kind: s.kind, email: s.email, stor
 export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
     const tags = ["console"];
-    app.addHook("onSend", async (_request, reply) => {
-      reply.header("content-security-policy", CONSOLE_CSP);
-      reply.header("x-content-type-options", "nosniff");
-      reply.header("referrer-policy", "no-referrer");
-      reply.header("cross-origin-opener-policy", "same-origin");
-    });
-
     const currentSession = async (request: FastifyRequest) => {
       const cookie = readCookie(request, SESSION_COOKIE);
       return cookie === null ? null : services.console.authenticate(cookie);
@@ -69,18 +77,18 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         checkOrigin(request);
-        const bucket = clientBucket(request.ip);
-        const wait = services.limits.authFailures.wait(bucket);
-        if (wait > 0) {
-          reply.header("retry-after", String(wait));
-          throw new AppError("rate_limited", `Too many failed sign-in attempts from this address; retry in ${wait} s`);
-        }
+        // Counted before the (scrypt) check, so parallel attempts cannot outrun the limit; given back on success.
+        const settle = services.signIn.attempt("console", request.ip, reply);
         const body = request.body;
-        const opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
-        if (opened === null) {
-          services.limits.authFailures.hit(bucket);
-          throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
+        let opened: Awaited<ReturnType<typeof services.console.signInWithToken>>;
+        try {
+          opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
+        } catch (err) {
+          settle(true); // not checked (the database): not a failed attempt
+          throw err;
         }
+        settle(opened !== null);
+        if (opened === null) throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
         setSessionCookie(request, reply, opened.cookie);
         return sessionView(opened.session);
       },

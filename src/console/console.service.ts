@@ -1,7 +1,8 @@
 // The console's logins (created on the command line) and sessions (a cookie whose SHA-256 is stored,
 // with a CSRF token). A session ends after CONSOLE_SESSION_IDLE_MINUTES without a request and 12 hours
-// after sign-in whatever happens; a login's sessions end when the login is removed.
-import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+// after sign-in whatever happens; a login's sessions end when the login is removed, and a session opened with
+// the admin token ends when the service's ADMIN_TOKEN is changed or removed.
+import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { promisify } from "node:util";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
@@ -18,6 +19,13 @@ const TOUCH_EVERY_MS = 15_000;
 export const MIN_PASSWORD_LENGTH = 10;
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest();
+
+/**
+ * Binds an admin-token session to the token: an HMAC of the session's id under the token. Checked on every
+ * request against the token this process runs with, so a rotated or removed token ends the session in
+ * every process that runs with the new one. A copy of the database holds no token, only this per-session tag.
+ */
+const adminTokenTag = (adminToken: string, idHash: string) => createHmac("sha256", adminToken).update(`storefront console session ${idHash}`).digest();
 
 export interface ConsoleSession {
   idHash: string;
@@ -74,6 +82,12 @@ export function createConsoleService(deps: { db: Kysely<Database>; stores: Store
   const idleMs = deps.idleMinutes * 60_000;
   const adminDigest = deps.adminToken === null ? null : sha256(deps.adminToken);
 
+  /** Whether an admin-token session was opened with the token this process runs with (none: never). */
+  const tagMatches = (stored: string | null, idHash: string): boolean => {
+    if (deps.adminToken === null || stored === null || !/^[0-9a-f]{64}$/.test(stored)) return false;
+    return timingSafeEqual(Buffer.from(stored, "hex"), adminTokenTag(deps.adminToken, idHash));
+  };
+
   const open = async (userId: string | null, email: string | null, stores: string[] | null) => {
     const now = deps.now();
     await repo.pruneSessions(now, idleMs);
@@ -81,7 +95,8 @@ export function createConsoleService(deps: { db: Kysely<Database>; stores: Store
     const idHash = sha256(cookie).toString("hex");
     const csrfToken = randomBytes(32).toString("base64url");
     const expiresAt = now + SESSION_MAX_MS;
-    await repo.insertSession({ idHash, userId, csrfToken, now, expiresAt });
+    const tag = userId === null && deps.adminToken !== null ? adminTokenTag(deps.adminToken, idHash).toString("hex") : null;
+    await repo.insertSession({ idHash, userId, csrfToken, now, expiresAt, adminTokenTag: tag });
     const session: ConsoleSession = { idHash, kind: userId === null ? "admin" : "user", email, stores, csrfToken, expiresAt: Math.min(expiresAt, now + idleMs) };
     return { cookie, session };
   };
@@ -124,7 +139,9 @@ export function createConsoleService(deps: { db: Kysely<Database>; stores: Store
       const row = await repo.session(idHash);
       if (!row) return null;
       const now = deps.now();
-      if (row.expiresAt <= now || row.lastSeenAt + idleMs <= now || (row.userId !== null && row.stores === null)) {
+      const loginGone = row.userId !== null && row.stores === null;
+      const tokenChanged = row.userId === null && !tagMatches(row.adminTokenTag, idHash);
+      if (row.expiresAt <= now || row.lastSeenAt + idleMs <= now || loginGone || tokenChanged) {
         await repo.deleteSession(idHash);
         return null;
       }

@@ -3,18 +3,21 @@
 // own stores (any other is answered 404, as if it did not exist).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import type { FastifyReply } from "fastify";
+import { AppError } from "../errors.ts";
 import { errorResponses } from "../lib/schemas.ts";
 import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
 import { DeliveryListQuerySchema } from "../payments/deliveries.routes.ts";
 import type { Services } from "../services.ts";
 import { SESSION_COOKIE, canSeeStore, readCookie, requireConsoleSession } from "./console.auth.ts";
-import { createDeliveryStreams, type StreamOptions } from "./deliveries.stream.ts";
+import { createDeliveryStreams, type StreamOptions, type StreamRoom } from "./deliveries.stream.ts";
 
 const { pluginName, outcome, invoiceId } = DeliveryListQuerySchema.properties;
 
 export function deliveriesStreamRoutes(services: Services, options: Partial<StreamOptions> = {}): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const streams = createDeliveryStreams(services, options);
+    const { perSession, max } = services.config.consoleStreams;
+    const streams = createDeliveryStreams(services, { perOwner: perSession, max, ...options });
     // An open stream never ends by itself: shutdown ends them, or it would wait for every browser to leave.
     app.addHook("preClose", async () => streams.closeAll());
 
@@ -28,13 +31,14 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
           summary: "New deliveries of a store as they arrive (Server-Sent Events)",
           description:
             "For the console's signed-in session (cookie). One `delivery` event per new delivery (its summary as the delivery log lists it, its id as the event id), " +
-            "narrowed by the same filters as the log; a comment every 15 s keeps the connection, and the stream ends when the session does. Deliveries already in the log are not sent: list them first.",
+            "narrowed by the same filters as the log; a comment every 15 s keeps the connection, and the stream ends when the session does. Deliveries already in the log are not sent: list them first. " +
+            "Each stream holds a connection: a session may hold CONSOLE_STREAMS_PER_SESSION at once (429 rate_limited beyond, with Retry-After), the process CONSOLE_STREAMS_MAX (503 service_unavailable beyond), so that webhooks always find a connection.",
           security: [{ consoleSession: [] }],
           params: Type.Object({ storeId: Type.String() }),
           querystring: Type.Object({ pluginName, outcome, invoiceId }, { additionalProperties: false }),
           response: {
             200: { description: "An endless text/event-stream.", content: { "text/event-stream": { schema: Type.String() } } },
-            ...errorResponses(400, 401, 404),
+            ...errorResponses(400, 401, 404, 429, 503),
           },
         },
       },
@@ -53,9 +57,21 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
           const session = await services.console.authenticate(cookie);
           return session !== null && canSeeStore(session, storeId);
         };
-        const body = streams.open(storeId, filters, gone.signal, request.log, stillAllowed) as unknown as string;
+        const owner = request.consoleSession?.idHash ?? cookie;
+        refuseWithoutRoom(streams.room(owner), reply); // nothing awaited between this check and open()
+        const body = streams.open(storeId, filters, gone.signal, request.log, stillAllowed, owner) as unknown as string;
         return reply.header("cache-control", "no-store").header("x-accel-buffering", "no").type("text/event-stream; charset=utf-8").send(body);
       },
     );
   };
+}
+
+/** The browser's EventSource gives up on an error answer (the page then says to reload); a client that retries waits this long. */
+const STREAM_RETRY_AFTER_SECONDS = 30;
+
+function refuseWithoutRoom(room: StreamRoom, reply: FastifyReply): void {
+  if (room === "ok") return;
+  reply.header("retry-after", String(STREAM_RETRY_AFTER_SECONDS));
+  if (room === "owner_full") throw new AppError("rate_limited", "This session has as many live streams open as it may (CONSOLE_STREAMS_PER_SESSION): close one first");
+  throw new AppError("service_unavailable", "The server has as many live streams open as it keeps room for (CONSOLE_STREAMS_MAX); retry later");
 }

@@ -13,7 +13,7 @@ export function customersRoutes(services: Services): FastifyPluginAsyncTypebox {
       "/customers",
       {
         schema: ListCustomersSchema,
-        onRequest: requireApiKey(services.stores, "customers:read"),
+        onRequest: requireApiKey(services.stores, "customers:read", services.signIn),
         config: { rateLimit: services.readRateLimit },
       },
       async (request, reply) => {

@@ -1,6 +1,9 @@
 // Database errors the services react to, recognised the same way on both dialects.
 
-const PG_UNAVAILABLE_CLASSES = ["08", "53", "57P"]; // connection exception, insufficient resources, operator intervention
+// Connection exception, insufficient resources, operator intervention, and what a server says when a
+// connection cannot be opened: the database dropped or not created yet (3D000 invalid_catalog_name), the
+// role or its password changed (28xxx). None is the request's fault, and each heals without a restart.
+const PG_UNAVAILABLE_CLASSES = ["08", "53", "57P", "3D000", "28"];
 const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
 // postgres.js (the reader threads' statements): its connection lost, ended or never made.
 const POSTGRES_JS_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT"]);

@@ -20,6 +20,7 @@ import * as m0014 from "./migrations/0014_api_key_changes.ts";
 import * as m0015 from "./migrations/0015_documents_in_page_order.ts";
 import * as m0016 from "./migrations/0016_documents_hash_ids.ts";
 import * as m0017 from "./migrations/0017_lean_payments.ts";
+import * as m0018 from "./migrations/0018_sources_and_token_sessions.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -46,6 +47,7 @@ const migrations: Record<string, MigrationModule> = {
   "0015_documents_in_page_order": m0015,
   "0016_documents_hash_ids": m0016,
   "0017_lean_payments": m0017,
+  "0018_sources_and_token_sessions": m0018,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
@@ -88,8 +90,11 @@ export async function pendingMigrations(db: Kysely<unknown>, ctx: MigrationConte
     const { rows } = await sql<{ name: string }>`select name from ${schema}`.execute(db);
     applied = new Set(rows.map((r) => r.name));
   } catch (err) {
-    // No migration table at all: an empty database. Anything else (the connection) is the caller's to see.
-    if (/kysely_migration|no such table|does not exist/.test(err instanceof Error ? err.message : "")) return Object.keys(migrations);
+    // No migration table at all: an empty database. Anything else (the connection, a database that does not
+    // exist: 3D000 says "does not exist" too) is the caller's to see.
+    const code = (err as { code?: unknown } | null)?.code;
+    const missingTable = code === "42P01" || /kysely_migration|no such table/.test(err instanceof Error ? err.message : "");
+    if (missingTable) return Object.keys(migrations);
     throw err;
   }
   return Object.keys(migrations).filter((name) => !applied.has(name));

@@ -118,6 +118,8 @@ export interface PluginInstallationsTable {
   secrets: string;
   /** Space-separated names of the secrets, for showing without decrypting. */
   secret_names: string;
+  /** JSON array of the CIDR ranges deliveries may come from; null: anywhere (migration 0018). */
+  allowed_sources: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -269,6 +271,8 @@ export interface ConsoleSessionsTable {
   created_at: number;
   last_seen_at: number;
   expires_at: number;
+  /** Admin-token sessions: HMAC-SHA256 of id_hash under the admin token that opened it (migration 0018). */
+  admin_token_tag: string | null;
 }
 
 export interface Database {

@@ -1,15 +1,20 @@
 // Where webhooks may go: http(s) URLs to public addresses, under the same address policy as a plugin's
-// fetch (ENDPOINT_ALLOW lists exceptions). A URL is checked when it is saved, and every connection is
-// checked again by the address the socket actually reached, which no DNS answer can dodge.
+// fetch (ENDPOINT_ALLOW lists exceptions, each optionally bound to a port). A URL is checked when it is
+// saved (an IP literal, with its port), and at every delivery a name is resolved and each of its addresses
+// checked before any connection is opened; the connected socket is checked once more.
+// Every refusal reads the same, whatever the address and whether anything listens there: a store's console
+// login sees its attempts' errors, and they must not map the operator's network.
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
-import { guardConnector } from "../sandbox/fetch.client.ts";
+import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../sandbox/fetch.client.ts";
 import { createAddressPolicy, type AddressPolicy } from "../sandbox/fetch.policy.ts";
+import type { LookupFunction } from "../sandbox/sandbox.types.ts";
 
 export const MAX_URL_LENGTH = 2048;
+export const ENDPOINT_REFUSED = "the address is private or reserved (ENDPOINT_ALLOW lists exceptions)";
 const EXCERPT_BYTES = 1024;
 
-/** Why `text` cannot be an endpoint URL, or null when it can. */
+/** Why `text` cannot be an endpoint URL, or null when it can. A host name is checked when it is resolved, at delivery. */
 export function endpointUrlProblem(text: string, policy: AddressPolicy): string | null {
   if (text.length > MAX_URL_LENGTH) return `url must be at most ${MAX_URL_LENGTH} characters`;
   let url: URL;
@@ -21,10 +26,8 @@ export function endpointUrlProblem(text: string, policy: AddressPolicy): string 
   if (url.protocol !== "http:" && url.protocol !== "https:") return "url must be http or https";
   if (url.username !== "" || url.password !== "") return "url must not carry credentials";
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname)) {
-    const refusal = policy.refusal(host);
-    if (refusal !== null) return `url is refused: ${refusal} (ENDPOINT_ALLOW lists exceptions)`;
-  }
+  const port = portOf(url);
+  if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname, port) && policy.refusal(host, port) !== null) return `url is refused: ${ENDPOINT_REFUSED}`;
   return null;
 }
 
@@ -38,10 +41,11 @@ export interface EndpointSender {
   close(): Promise<void>;
 }
 
-export function createEndpointSender(allow: readonly string[], timeoutMs: number): EndpointSender {
+/** `lookup` stands in for DNS (tests). */
+export function createEndpointSender(allow: readonly string[], timeoutMs: number, lookup?: LookupFunction): EndpointSender {
   const policy = createAddressPolicy(allow);
   const agent = new Agent({
-    connect: guardConnector(buildConnector({ timeout: timeoutMs, allowH2: false }), policy),
+    connect: guardConnector(buildConnector({ lookup: createGuardedLookup(policy, lookup) as never, timeout: timeoutMs, allowH2: false }), policy),
     keepAliveTimeout: 4_000,
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
@@ -74,6 +78,7 @@ export function createEndpointSender(allow: readonly string[], timeoutMs: number
         const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8").replaceAll("\u0000", "");
         return { ok: true, status: response.statusCode, excerpt, durationMs: elapsed() };
       } catch (err) {
+        if (isPolicyRefusal(err)) return { ok: false, error: ENDPOINT_REFUSED, durationMs: elapsed() };
         if (signal.aborted) return { ok: false, error: `no answer within ${timeoutMs} ms`, durationMs: elapsed() };
         return { ok: false, error: describe(err), durationMs: elapsed() };
       }

@@ -8,7 +8,7 @@ export function eventsRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       "/events",
-      { schema: FeedSchema, onRequest: requireApiKey(services.stores, "events:read"), config: { rateLimit: services.readRateLimit } },
+      { schema: FeedSchema, onRequest: requireApiKey(services.stores, "events:read", services.signIn), config: { rateLimit: services.readRateLimit } },
       async (request) => {
         const limit = request.query.limit ?? 100;
         const { events, nextCursor } = await services.events.feed(authenticatedStoreId(request), {

@@ -92,7 +92,8 @@ export interface EventsServiceDeps {
 
 export function openEndpointSecrets(box: SecretBox, sealed: string): EndpointSecrets {
   const opened = box.open(sealed);
-  if (opened === null || typeof opened.current !== "string") throw new Error("an endpoint's signing secret cannot be opened with SECRETS_KEY");
+  // The operator's key is wrong, not the request (serve refuses to start so; the command line does not check).
+  if (opened === null || typeof opened.current !== "string") throw new AppError("secrets_unavailable", "The endpoint's signing secret cannot be opened with this SECRETS_KEY: run storefront secrets rekey");
   return opened.previous === undefined ? { current: opened.current } : { current: opened.current, previous: opened.previous };
 }
 

@@ -13,7 +13,7 @@ export function invoicesRoutes(services: Services): FastifyPluginAsyncTypebox {
       "/invoices",
       {
         schema: ListInvoicesSchema,
-        onRequest: requireApiKey(services.stores, "invoices:read"),
+        onRequest: requireApiKey(services.stores, "invoices:read", services.signIn),
         config: { rateLimit: services.readRateLimit },
       },
       async (request, reply) => {

@@ -7,6 +7,14 @@ export interface AttemptLimiter {
   wait(key: string, now?: number): number;
   /** Counts one attempt against `key`. */
   hit(key: string, now?: number): void;
+  /**
+   * Counts one attempt before it is made: 0 when it was within the budget (and is now counted), else the
+   * seconds to wait (nothing counted). Parallel attempts cannot outrun the budget: each takes its place
+   * synchronously, before any of them is checked.
+   */
+  take(key: string, now?: number): number;
+  /** Gives back an attempt `take` counted (it succeeded), if its window is still the current one. */
+  refund(key: string, now?: number): void;
 }
 
 export function createAttemptLimiter(options: { max: number; windowMs: number; maxKeys?: number }): AttemptLimiter {
@@ -19,10 +27,19 @@ export function createAttemptLimiter(options: { max: number; windowMs: number; m
     return w !== undefined && now - w.start < windowMs ? w : null;
   };
 
-  return {
+  const limiter: AttemptLimiter = {
     wait(key, now = Date.now()) {
       const w = current(key, now);
       return w !== null && w.count >= max ? Math.max(1, Math.ceil((w.start + windowMs - now) / 1000)) : 0;
+    },
+    take(key, now = Date.now()) {
+      const wait = limiter.wait(key, now);
+      if (wait === 0) limiter.hit(key, now);
+      return wait;
+    },
+    refund(key, now = Date.now()) {
+      const w = current(key, now);
+      if (w !== null && w.count > 0) w.count--;
     },
     hit(key, now = Date.now()) {
       const w = current(key, now);
@@ -39,6 +56,7 @@ export function createAttemptLimiter(options: { max: number; windowMs: number; m
       windows.set(key, { start: now, count: 1 });
     },
   };
+  return limiter;
 }
 
 /** The address a limit is charged to: IPv6 clients by their /64, which one host usually owns whole. */

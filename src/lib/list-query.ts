@@ -54,7 +54,7 @@ export function parseIsoDate(text: string, endOfDay: boolean): number | null {
   const day = Number(d);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
   if (h === undefined) {
-    const start = Date.UTC(year, month - 1, day);
+    const start = utcTime(year, month, day);
     return endOfDay ? start + 86_400_000 - 1 : start;
   }
   if (zone === undefined) return null; // a time without Z or offset is ambiguous
@@ -72,11 +72,22 @@ export function parseIsoDate(text: string, endOfDay: boolean): number | null {
     if (oh > 23 || om > 59) return null;
     offsetMinutes = sign * (oh * 60 + om);
   }
-  return Date.UTC(year, month - 1, day, hour, minute, second, ms) - offsetMinutes * 60_000;
+  return utcTime(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000;
+}
+
+/**
+ * Date.UTC with the year as written: Date.UTC reads years 0-99 as 1900-1999, so `0099-01-01` would
+ * become 1999. setUTCFullYear takes the year literally (proleptic Gregorian, as ISO 8601 does).
+ */
+function utcTime(year: number, month: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second, ms);
+  return d.getTime();
 }
 
 function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return new Date(utcTime(year, month + 1, 0)).getUTCDate();
 }
 
 export function encodeCursor(c: Cursor): string {

@@ -1,9 +1,27 @@
-// Operations endpoints: liveness, readiness (the database answers, not shutting down), Prometheus metrics.
+// Operations endpoints: liveness, readiness (the database answers, not shutting down; with details an
+// operator should see, such as a proxy TRUST_PROXY does not name), Prometheus metrics.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import type { ForwardedNotice } from "../lib/client-address.ts";
 import type { Services } from "../services.ts";
 
-export function opsRoutes(services: Services, state: { closing: boolean }): FastifyPluginAsyncTypebox {
+const Details = Type.Object(
+  {
+    proxy: Type.Object({
+      trustProxy: Type.String({ enum: ["none", "hops", "addresses"], description: "What TRUST_PROXY trusts: nothing (the socket's peer is the client), a hop count, or addresses and ranges." }),
+      untrustedForwardedFor: Type.Union(
+        [
+          Type.Object({ requests: Type.Integer(), firstSeenAt: Type.String({ format: "date-time" }), lastSeenAt: Type.String({ format: "date-time" }) }),
+          Type.Null(),
+        ],
+        { description: "Requests since start that carried X-Forwarded-For from a peer TRUST_PROXY does not trust (a proxy it should name); null: none." },
+      ),
+    }),
+  },
+  { description: "What an operator should know; never a reason for the status." },
+);
+
+export function opsRoutes(services: Services, state: { closing: boolean; forwarded: ForwardedNotice }): FastifyPluginAsyncTypebox {
   return async (app) => {
     const Status = Type.Object({ status: Type.String({ examples: ["ok"] }) });
     // While the server closes, Fastify itself answers 503 to new requests (return503OnClosing).
@@ -20,20 +38,24 @@ export function opsRoutes(services: Services, state: { closing: boolean }): Fast
           operationId: "readyz",
           tags: ["operations"],
           summary: "Readiness: the database answers, its schema is at the latest migration, and the server is not shutting down",
-          response: { 200: Status, 503: Type.Object({ status: Type.String({ examples: ["database unavailable", "schema not migrated: 1 migration(s) pending", "shutting down"] }) }) },
+          response: {
+            200: Type.Object({ status: Type.String({ examples: ["ready"] }), details: Details }),
+            503: Type.Object({ status: Type.String({ examples: ["database unavailable", "schema not migrated: 1 migration(s) pending", "shutting down"] }), details: Details }),
+          },
         },
       },
       async (_request, reply) => {
-        if (state.closing) return reply.code(503).send({ status: "shutting down" });
+        const details = { proxy: state.forwarded.view() };
+        if (state.closing) return reply.code(503).send({ status: "shutting down", details });
         let pending: string[];
         try {
           pending = await services.db.pendingMigrations();
         } catch {
-          return reply.code(503).send({ status: "database unavailable" });
+          return reply.code(503).send({ status: "database unavailable", details });
         }
         // A database that lost its schema (or another one behind the same URL) would fail every query.
-        if (pending.length > 0) return reply.code(503).send({ status: `schema not migrated: ${pending.length} migration(s) pending` });
-        return { status: "ready" };
+        if (pending.length > 0) return reply.code(503).send({ status: `schema not migrated: ${pending.length} migration(s) pending`, details });
+        return { status: "ready", details };
       },
     );
     app.get(

@@ -3,9 +3,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { AppError } from "../errors.ts";
-import { clientBucket } from "../lib/attempt-limiter.ts";
-import { isUnverified, lowerCaseKeys } from "./webhook.service.ts";
+import { admitDelivery } from "./webhook.admission.ts";
+import { lowerCaseKeys } from "./webhook.service.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -29,17 +28,14 @@ const WebhookResult = Type.Object({
 });
 
 export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
-  const { config, limits } = services;
+  const { config } = services;
   return async (app) => {
     // Only here: every content type arrives as the raw bytes the provider signed.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: config.webhookBodyLimitBytes }, (_request, body, done) => done(null, body));
     // "Content-Type:" sent empty matches no parser, not even "*": the plugin still sees the header as
     // sent (captured first), and the body is read as bytes like any other.
-    app.addHook("onRequest", async (request, reply) => {
-      // Payments first: while this delivery is handled, finished read pages wait (src/lib/priority-gate.ts).
-      // "close" comes once the answer is sent or the connection is gone, whichever way the request ends.
-      reply.raw.once("close", services.paymentsFirst.enter());
+    app.addHook("onRequest", async (request) => {
       request.webhookHeaders = lowerCaseKeys(request.headers);
       if (request.headers["content-type"] !== undefined && request.headers["content-type"].trim() === "") request.headers["content-type"] = "application/octet-stream";
     });
@@ -56,25 +52,21 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           description:
             "The plugin's result decides: pushInvoice completes the invoice, disputeInvoice marks it disputed, ignore does nothing. " +
             "Every delivery is recorded; the response carries x-delivery-id. Providers retry on 5xx. " +
-            "503 service_unavailable with Retry-After: the store already has too many plugin runs waiting for the sandbox.",
+            "503 service_unavailable with Retry-After: the store already has too many plugin runs waiting for the sandbox. " +
+            "403 source_not_allowed: the plugin lists its provider's source ranges and the client's address is not in them (nothing runs, nothing is recorded). " +
+            "429 rate_limited with Retry-After: the store's deliveries, or this address's unverified ones, are over their limit.",
           tags: ["webhooks"],
           querystring: WebhookQuery,
-          response: { 200: WebhookResult, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503, 504) },
+          response: { 200: WebhookResult, ...errorResponses(400, 401, 403, 404, 409, 413, 429, 500, 503, 504) },
         },
       },
       async (request, reply) => {
         const { pluginName, storeId, ...rest } = request.query;
-        // Two budgets, each charged to whoever spent it: a store's verified deliveries, and per store and
-        // address the deliveries nobody verified. A stranger's forgeries never 429 the provider's own.
-        const unverifiedKey = `${storeId}|${clientBucket(request.ip)}`;
-        const wait = limits.webhookUnverified.wait(unverifiedKey) || limits.webhookVerified.wait(storeId);
-        if (wait > 0) {
-          reply.header("retry-after", String(wait));
-          throw new AppError("rate_limited", `Too many deliveries for store ${storeId}; retry in ${wait} s`);
-        }
+        // Source ranges, budgets, payments first: src/payments/webhook.admission.ts. The body has arrived.
+        const settle = await admitDelivery(services, request, reply, storeId, pluginName);
         const query: Record<string, string> = { pluginName, storeId };
         for (const [k, v] of Object.entries(rest)) if (typeof v === "string") query[k] = v;
-        const answer = await services.webhooks.handle({
+        const handled = await services.webhooks.handle({
           storeId,
           pluginName,
           method: request.method,
@@ -83,9 +75,7 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           body: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
           requestId: request.id,
         });
-        // A 503 (queue full, secrets or database unavailable) ran nothing to verify: charged to nobody.
-        if (isUnverified(answer)) limits.webhookUnverified.hit(unverifiedKey);
-        else if (answer.status !== 503) limits.webhookVerified.hit(storeId);
+        const answer = settle(handled, request.id);
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
         if (answer.retryAfter !== undefined) reply.header("retry-after", String(answer.retryAfter));
         return reply.code(answer.status as 200).send(answer.body as { status: string });

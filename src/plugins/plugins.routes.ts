@@ -5,8 +5,9 @@ import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
-import { MAX_SOURCE_BYTES } from "./plugins.service.ts";
+import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, SECRET_NAME } from "./plugins.service.ts";
 import { replayView, simulationView } from "../payments/payment-views.ts";
+import { MAX_SOURCE_RANGES } from "./source-ranges.ts";
 
 /** Versions are PostgreSQL integers. */
 const MAX_VERSION = 2_147_483_647;
@@ -17,6 +18,7 @@ const PluginInfo = Type.Object({
   version: Type.Integer(),
   enabled: Type.Boolean(),
   secretNames: Type.Array(Type.String(), { description: "Names only: secret values are never shown." }),
+  allowedSources: Nullable(Type.Array(Type.String(), { description: "The provider's source ranges deliveries must come from; null: from anywhere." })),
   catalog: Nullable(Type.String()),
   createdAt: Type.String(),
   updatedAt: Type.String(),
@@ -26,6 +28,27 @@ const FetchRecord = Type.Object(
   { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
   { additionalProperties: true },
 );
+/**
+ * Secret name → value; a null value deletes that secret. One schema with two types rather than a union:
+ * the validator coerces inside a union (null became "" in its string branch, so a null never deleted).
+ */
+const SecretsInput = Type.Unsafe<Record<string, string | null>>({
+  type: "object",
+  propertyNames: { pattern: SECRET_NAME.source },
+  additionalProperties: { type: ["string", "null"], maxLength: MAX_SECRET_BYTES },
+  description: "Names are Lua identifiers of at most 64 characters (letters, digits and _, not starting with a digit): a plugin reads `secrets.name`.",
+  examples: [{ signingSecret: "whsec_…" }],
+});
+/** One schema with two types, like SecretsInput: inside a union the validator's coercion would rewrite null. */
+const AllowedSourcesInput = Type.Unsafe<string[] | null>({
+  type: ["array", "null"],
+  items: { type: "string", minLength: 1, maxLength: 64 },
+  maxItems: MAX_SOURCE_RANGES,
+  description:
+    "The provider's published source ranges (IP addresses or CIDRs): a delivery from any other client address is answered 403 source_not_allowed before any work. " +
+    "null removes the restriction; omitted, it stays as it is. The client address is the socket's peer unless TRUST_PROXY names the proxies in front (docs/operations.md).",
+  examples: [["54.187.174.169/32", "54.187.205.235/32"]],
+});
 const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
 
 export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
@@ -116,8 +139,9 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
             {
               source: Type.Optional(Type.String({ minLength: 1 })),
               catalog: Type.Optional(Type.String({ minLength: 1 })),
-              secrets: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), Nullable(Type.String({ maxLength: 8192 })))),
+              secrets: Type.Optional(SecretsInput),
               enabled: Type.Optional(Type.Boolean()),
+              allowedSources: Type.Optional(AllowedSourcesInput),
             },
             { additionalProperties: false },
           ),

@@ -11,17 +11,23 @@ import { diffLines, unifiedDiff } from "../lib/line-diff.ts";
 import { newId } from "../lib/ids.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
+import { sourceRangesProblem } from "./source-ranges.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { KeyCache } from "../stores/key-cache.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export const MAX_SOURCE_BYTES = 256 * 1024;
+/** A secret's name is a Lua identifier (`secrets.name` in a plugin), at most 64 characters; names are stored space-separated. */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+export const MAX_SECRET_BYTES = 8192;
 
 export interface PluginInfo {
   name: string;
   version: number;
   enabled: boolean;
   secretNames: string[];
+  /** The provider's source ranges (CIDRs) deliveries must come from; null: from anywhere. */
+  allowedSources: string[] | null;
   catalog: string | null;
   createdAt: string;
   updatedAt: string;
@@ -42,6 +48,8 @@ export interface RunnablePlugin {
   enabled: boolean;
   source: string;
   secrets: Record<string, string>;
+  /** The provider's source ranges deliveries must come from; null: from anywhere. */
+  allowedSources: string[] | null;
 }
 
 export interface InstallInput {
@@ -50,6 +58,15 @@ export interface InstallInput {
   /** Merged into the stored secrets; a null value deletes that secret. */
   secrets?: Record<string, string | null>;
   enabled?: boolean;
+  /** The provider's source ranges (CIDRs); null removes the restriction; undefined leaves it as it is. */
+  allowedSources?: string[] | null;
+}
+
+/** What the webhook needs to know before any work: whether there is an enabled plugin to run, and from where. */
+export interface DeliveryTarget {
+  /** The store exists and has the plugin installed and enabled. */
+  runnable: boolean;
+  allowedSources: string[] | null;
 }
 
 export interface PluginDiff {
@@ -81,11 +98,16 @@ export interface PluginsService {
    * Throws store_not_found / plugin_not_found; a disabled plugin is returned with enabled=false.
    */
   loadForRun(storeId: string, name: string, version?: number): Promise<RunnablePlugin>;
+  /** One lookup, no secrets opened: see DeliveryTarget. */
+  deliveryTarget(storeId: string, name: string): Promise<DeliveryTarget>;
 }
 
 export interface PluginCompiler {
   check(source: string): Promise<CompileCheck> | CompileCheck;
 }
+
+/** Stored source ranges: a JSON array of CIDRs, or null (from anywhere). */
+const parseSources = (stored: string | null): string[] | null => (stored === null ? null : (JSON.parse(stored) as string[]));
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -114,7 +136,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     return db
       .selectFrom("plugin_installations as p")
       .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
-      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
+      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.allowed_sources", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
       .where("p.store_id", "=", storeId);
   }
 
@@ -172,7 +194,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
         version = 1;
         await tx
           .insertInto("plugin_installations")
-          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, created_at: t, updated_at: t })
+          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, allowed_sources: storedSources(input.allowedSources), created_at: t, updated_at: t })
           .execute();
       } else {
         id = existing.id;
@@ -185,6 +207,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
             secret_names: secretNames,
             updated_at: t,
             ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
+            ...(input.allowedSources === undefined ? {} : { allowed_sources: storedSources(input.allowedSources) }),
           })
           .where("id", "=", id)
           .execute();
@@ -207,6 +230,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     version: r.current_version,
     enabled: r.enabled !== 0,
     secretNames: r.secret_names === "" ? [] : r.secret_names.split(" "),
+    allowedSources: parseSources(r.allowed_sources),
     catalog: r.catalog_name,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
@@ -216,6 +240,14 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     async install(storeId, name, input) {
       if (!PLUGIN_NAME.test(name)) {
         throw new AppError("invalid_request", "plugin name must be 1-64 letters, digits, _ or -, starting with a letter or digit", { param: "name" });
+      }
+      const badName = Object.keys(input.secrets ?? {}).find((k) => !SECRET_NAME.test(k));
+      if (badName !== undefined) {
+        throw new AppError("invalid_request", `secret name "${badName.slice(0, 64)}" is not 1-64 letters, digits or _ starting with a letter or _`, { param: "secrets" });
+      }
+      if (input.allowedSources !== undefined && input.allowedSources !== null) {
+        const problem = sourceRangesProblem(input.allowedSources);
+        if (problem !== null) throw new AppError("invalid_request", problem, { param: "allowedSources" });
       }
       if (input.source !== undefined && input.catalog !== undefined) {
         throw new AppError("invalid_request", "give either source or catalog, not both", { param: "catalog" });
@@ -326,6 +358,19 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       remember(key, plugin);
       return plugin;
     },
+
+    async deliveryTarget(storeId, name) {
+      // The plugin the delivery will run, remembered: the check before the body costs no statement.
+      try {
+        const plugin = await service.loadForRun(storeId, name);
+        return { runnable: plugin.enabled, allowedSources: plugin.allowedSources };
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        if (err.code === "store_not_found" || err.code === "plugin_not_found") return { runnable: false, allowedSources: null };
+        if (err.code === "secrets_unavailable") return targetFromDatabase(storeId, name);
+        throw err;
+      }
+    },
   };
 
   async function loadFromDatabase(storeId: string, name: string, version: number | undefined): Promise<RunnablePlugin> {
@@ -336,7 +381,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
         .leftJoin("plugin_versions as v", (j) =>
           version === undefined ? j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version") : j.onRef("v.installation_id", "=", "p.id").on("v.version", "=", version),
         )
-        .select(["s.id as store_id", "p.id as installation_id", "p.enabled", "p.secrets", "v.version", "v.source"])
+        .select(["s.id as store_id", "p.id as installation_id", "p.enabled", "p.secrets", "p.allowed_sources", "v.version", "v.source"])
         .where("s.id", "=", storeId)
         .executeTakeFirst();
       if (!row) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
@@ -344,7 +389,18 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       if (row.version === null || row.source === null) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version ?? "current"}`, { param: "version" });
       const secrets = box.open(row.secrets ?? "");
       if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
-      return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets };
+      return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets, allowedSources: parseSources(row.allowed_sources) };
+  }
+
+  /** The delivery target read alone (no secrets opened): for a plugin whose secrets this key cannot open. */
+  async function targetFromDatabase(storeId: string, name: string): Promise<DeliveryTarget> {
+    const row = await db
+      .selectFrom("stores as s")
+      .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
+      .select(["p.enabled", "p.allowed_sources"])
+      .where("s.id", "=", storeId)
+      .executeTakeFirst();
+    return { runnable: row?.enabled === 1, allowedSources: parseSources(row?.allowed_sources ?? null) };
   }
 
   /**
@@ -374,3 +430,5 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
   return service;
 }
+
+const storedSources = (sources: string[] | null | undefined): string | null => (sources === undefined || sources === null ? null : JSON.stringify(sources.map((r) => r.trim())));

@@ -1,7 +1,7 @@
 // Plugin secrets at rest: AES-256-GCM under SECRETS_KEY. Without SECRETS_KEY the embedded default
 // generates a key on first start and keeps it in `secrets.key` beside the database (mode 0600).
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.ts";
 
@@ -31,6 +31,33 @@ export function resolveSecretsKey(config: Pick<Config, "secretsKey" | "dataDir">
     }
   }
   return { key: parseSecretsKey(readFileSync(file, "utf8").trim()), source: "file", file };
+}
+
+/** A new random key, in the key file's format. */
+export const generateSecretsKey = (): string => randomBytes(32).toString("hex");
+
+/**
+ * Writes `key` to `<file>.next` and makes sure it is on disk, before the database moves to it: if the move
+ * is interrupted after its commit, the new key is not lost (installKeyFile then puts it in place).
+ */
+export function stageKeyFile(file: string, key: string): string {
+  const next = `${file}.next`;
+  writeFileSync(next, key + "\n", { mode: 0o600 });
+  const fd = openSync(next, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return next;
+}
+
+/** Makes the staged key the key file; the one it replaces is kept as `<file>.old` (restores of older backups need it). */
+export function installKeyFile(file: string): { file: string; previous: string | null } {
+  const previous = existsSync(file) ? `${file}.old` : null;
+  if (previous !== null) copyFileSync(file, previous);
+  renameSync(`${file}.next`, file);
+  return { file, previous };
 }
 
 export function createSecretBox(key: Buffer): SecretBox {

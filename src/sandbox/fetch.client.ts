@@ -36,12 +36,18 @@ export interface Fetcher {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
-export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): Fetcher {
-  const policy = createAddressPolicy(limits.fetchAllow);
-  const resolve: LookupFunction = lookup ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
+/** True when `err` (or its cause) is the address policy refusing a destination, not a network failure. */
+export function isPolicyRefusal(err: unknown): boolean {
+  return err instanceof FetchRefused || (err instanceof Error && err.cause instanceof FetchRefused);
+}
 
-  // Checked at resolution time so a refused name is never even connected to.
-  const guardedLookup = (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+/**
+ * A dns.lookup for net.connect that checks every address a name resolves to, with the port being connected
+ * to (guardConnector provides it), before any connection is opened: a refused name is never connected to.
+ */
+export function createGuardedLookup(policy: AddressPolicy, lookup?: LookupFunction) {
+  const resolve: LookupFunction = lookup ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
     const family = options.family === 4 || options.family === 6 ? options.family : undefined;
     // Unknown port (not through guardConnector): only the allow entries without a port apply.
     const port = connectingPort.getStore();
@@ -57,6 +63,11 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       else callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
+}
+
+export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): Fetcher {
+  const policy = createAddressPolicy(limits.fetchAllow);
+  const guardedLookup = createGuardedLookup(policy, lookup);
 
   const agent = new Agent({
     connect: guardConnector(buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false }), policy),
@@ -165,7 +176,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     } catch (err) {
       if (timedOut) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
       if (context.signal.aborted) return { ok: false, error: "fetch aborted: the run ended", responseBytes: 0 };
-      if (err instanceof FetchRefused || (err instanceof Error && err.cause instanceof FetchRefused)) {
+      if (isPolicyRefusal(err)) {
         return { ok: false, error: `fetch refused: ${describe(err)}`, responseBytes: 0 };
       }
       if ((err as NodeJS.ErrnoException).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
@@ -221,7 +232,7 @@ export function guardConnector(connect: BuildConnector.connector, policy: Addres
 }
 
 /** The port a URL connects to: its own, else its scheme's. */
-function portOf(url: URL): number {
+export function portOf(url: URL): number {
   return url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
 }
 

@@ -112,7 +112,7 @@ for (const { name: dialect, skip } of DIALECTS) {
     });
 
     test("the cookie is Secure when the request came over TLS (x-forwarded-proto from a trusted proxy)", async () => {
-      const proxied = await createHarness(dialect, { TRUST_PROXY: "true" });
+      const proxied = await createHarness(dialect, { TRUST_PROXY: "loopback" });
       try {
         const r = await proxied.app.inject({ method: "POST", url: "/console/api/session", headers: { "x-forwarded-proto": "https" }, payload: { token: ADMIN_TOKEN } });
         expectStatus(r, 200);
@@ -232,6 +232,25 @@ describe("console pages and assets", () => {
     const unauth = await h.app.inject({ method: "GET", url: "/console/api/session" });
     expectStatus(unauth, 401);
     assert.equal(unauth.headers["content-security-policy"], CONSOLE_CSP);
+  });
+
+  test("console paths answered outside the console's routes (a bad URL, a method it has no route for) carry the CSP too", async () => {
+    const cases: [string, string, number][] = [
+      ["GET", "/console/%", 400],
+      ["GET", "/console/assets/%E0%A4%A", 400],
+      ["PUT", "/console", 404],
+      ["POST", "/console/stores/st_x", 404],
+      ["DELETE", "/console/assets/app.js", 404],
+      ["GET", "/console/api/stores/%/deliveries/stream", 400],
+    ];
+    for (const [method, url, status] of cases) {
+      const r = await h.app.inject({ method: method as "GET", url });
+      assert.equal(r.statusCode, status, `${method} ${url}`);
+      assert.equal(r.headers["content-security-policy"], CONSOLE_CSP, `${method} ${url}`);
+      assert.equal(r.headers["x-content-type-options"], "nosniff", `${method} ${url}`);
+    }
+    const elsewhere = await h.app.inject({ method: "PUT", url: "/consoles" });
+    assert.equal(elsewhere.headers["content-security-policy"], undefined, "only the console's own paths");
   });
 
   test("assets are named by content hash, served brotli or gzip compressed, immutable for a year, with an ETag", async () => {
