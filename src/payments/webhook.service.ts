@@ -99,8 +99,10 @@ const BUSY_RETRY_AFTER_SECONDS = 5;
 const MAX_ATTEMPTS = 5;
 
 /** The answer to a provider and the delivery log's outcome for what applying did. */
-function answerFor(d: DeliveryContext, decision: Extract<Decision, { kind: "apply" }>, applied: Applied): { status: number; body: unknown; outcome: DeliveryOutcome; transition: string | null } {
-  const ok = { status: decision.action, invoiceId: decision.invoiceId };
+function answerFor(d: DeliveryContext, decision: Extract<Decision, { kind: "apply" }>, applied: Applied, redact: Redact): { status: number; body: unknown; outcome: DeliveryOutcome; transition: string | null } {
+  // The invoice id is the plugin's: shown scrubbed of secrets (the decision applied keeps it as returned).
+  const invoiceId = redact(decision.invoiceId);
+  const ok = { status: decision.action, invoiceId };
   const fail = (code: ErrorCode, message: string, extra: Record<string, unknown>) => errorBody(code, message, d.input.requestId, { ...extra, deliveryId: d.id });
   switch (applied.kind) {
     case "changed":
@@ -112,14 +114,14 @@ function answerFor(d: DeliveryContext, decision: Extract<Decision, { kind: "appl
     case "invalid":
       return {
         status: 409,
-        body: fail("invalid_transition", `Invoice ${decision.invoiceId} is ${applied.status}; ${decision.action} does not apply to it`, { invoiceId: decision.invoiceId, currentStatus: applied.status }),
+        body: fail("invalid_transition", `Invoice ${invoiceId} is ${applied.status}; ${decision.action} does not apply to it`, { invoiceId, currentStatus: applied.status }),
         outcome: "invalid_transition",
         transition: null,
       };
     case "not_found":
       return {
         status: 404,
-        body: fail("invoice_not_found", `No invoice ${decision.invoiceId} in store ${d.input.storeId}`, { invoiceId: decision.invoiceId }),
+        body: fail("invoice_not_found", `No invoice ${invoiceId} in store ${d.input.storeId}`, { invoiceId }),
         outcome: "invoice_not_found",
         transition: null,
       };
@@ -186,7 +188,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   /** Step 4b: `ignore` changes no status; its log lines still go on the invoice it names, if it is this store's. */
   async function ignored(d: DeliveryContext, plugin: RunnablePlugin, decision: Extract<Decision, { kind: "ignore" }>, traces: RunTraces, redact: Redact): Promise<WebhookAnswer> {
     const { invoiceId, result } = decision;
-    const body = invoiceId === null ? { status: "ignore" } : { status: "ignore", invoiceId };
+    const body = invoiceId === null ? { status: "ignore" } : { status: "ignore", invoiceId: redact(invoiceId) };
     const fields = (attached: boolean): RecordFields => ({ outcome: "ignored", result, error: null, logs: traces.logs, fetches: traces.fetches, invoiceId: attached ? invoiceId : null, transition: null, responseStatus: 200, responseBody: body });
     const options = { pluginVersion: plugin.version, redact, unverifiedBodyBytes };
     if (invoiceId === null || traces.logs.length === 0) await deliveries.insert(deliveryRecord(d, fields(false), options));
@@ -215,7 +217,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     };
     const work = async (tx: Transaction<Database>) => {
       const outcome = await applyPayment(tx, payment, now);
-      const a = answerFor(d, decision, outcome);
+      const a = answerFor(d, decision, outcome, redact);
       const fields: RecordFields = { outcome: a.outcome, result: decision.result, error: null, logs: traces.logs, fetches: traces.fetches, invoiceId: outcome.kind === "not_found" ? null : decision.invoiceId, transition: a.transition, responseStatus: a.status, responseBody: a.body };
       await deliveries.insert(deliveryRecord(d, fields, { pluginVersion: plugin.version, redact, unverifiedBodyBytes }), tx);
       return a;
