@@ -119,20 +119,20 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
 
 /**
  * How far the read model's documents are behind the writes that made them stale (src/readmodel/projector.ts):
- * the documents waiting to be rebuilt and the age of the oldest waiting change, read at each scrape. The
+ * the changes waiting to be applied and the age of the oldest one, read at each scrape. The
  * lists never serve a stale document meanwhile; a growing lag means reads assemble more from the sources.
  */
-export function observeReadModel(metrics: Metrics, backlog: () => Promise<{ documents: number; oldestAt: number | null }>, now: () => number = Date.now): void {
-  let last: Promise<{ documents: number; oldestAt: number | null }> | null = null;
+export function observeReadModel(metrics: Metrics, backlog: () => Promise<{ changes: number; oldestAt: number | null }>, now: () => number = Date.now): void {
+  let last: Promise<{ changes: number; oldestAt: number | null }> | null = null;
   // Both gauges of one scrape share one reading.
   const read = () => (last ??= backlog().finally(() => setImmediate(() => (last = null))));
   const registers = [metrics.registry];
   new Gauge({
     name: "storefront_readmodel_backlog",
-    help: "Read-model documents made stale by committed writes and not yet rebuilt by the projector.",
+    help: "Changes to read-model documents committed and not yet applied by the projector (a document changed twice counts twice).",
     registers,
     async collect() {
-      this.set((await read().catch(() => ({ documents: Number.NaN }))).documents);
+      this.set((await read().catch(() => ({ changes: Number.NaN }))).changes);
     },
   });
   new Gauge({

@@ -60,7 +60,7 @@ for (const dialect of DIALECTS) {
         await lines.execute(db);
         assert.equal(Number((await db.selectFrom("stale_invoice_views").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow()).n), 70000);
         await h.services.projector.drain();
-        assert.deepEqual(await h.services.projector.backlog(), { documents: 0, oldestAt: null });
+        assert.deepEqual(await h.services.projector.backlog(), { changes: 0, oldestAt: null });
         const doc = await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow();
         assert.equal((JSON.parse(doc.body!) as { invoiceLogs: unknown[] }).invoiceLogs.length, 70001);
       } finally {
