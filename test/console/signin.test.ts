@@ -49,14 +49,14 @@ describe("console sign-in in the browser", { skip: browserSkip }, () => {
   test("a write without the CSRF token is refused even with the session cookie; with it, it goes through", async () => {
     const { page } = rig;
     const forged = await page.evaluate(async (id) => {
-      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ catalog: "generic-hmac" }) });
+      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ catalog: "generic-hmac", secrets: { signingSecret: "s" } }) });
       return { status: r.status, body: (await r.json()) as { error: { code: string } } };
     }, storeId);
     assert.equal(forged.status, 403);
     assert.equal(forged.body.error.code, "csrf_failed");
     const real = await page.evaluate(async (id) => {
       const s = (await (await fetch("/console/api/session")).json()) as { csrfToken: string };
-      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json", "x-csrf-token": s.csrfToken }, body: JSON.stringify({ catalog: "generic-hmac", enabled: false }) });
+      const r = await fetch(`/api/admin/stores/${id}/plugins/pay`, { method: "PUT", headers: { "content-type": "application/json", "x-csrf-token": s.csrfToken }, body: JSON.stringify({ catalog: "generic-hmac", secrets: { signingSecret: "s" }, enabled: false }) });
       return r.status;
     }, storeId);
     assert.equal(real, 201);
