@@ -61,7 +61,8 @@ export async function sendTestEvent(sender: EndpointSender, box: SecretBox, row:
   const id = `evt_test_${randomBytes(10).toString("hex")}`;
   const body = JSON.stringify(exampleEvent(type, id, now));
   const { current, previous } = validSecrets(box, row, now);
-  const headers = webhookHeaders(previous === null ? [current] : [current, previous], id, Math.floor(now / 1000), body);
+  // Signed on the wall clock: the receiver checks the timestamp against its own.
+  const headers = webhookHeaders(previous === null ? [current] : [current, previous], id, Math.floor(Date.now() / 1000), body);
   const r = await sender.send(row.url, headers, body);
   return r.ok
     ? { eventId: id, type, responseStatus: r.status, responseHeaders: r.headers, responseExcerpt: r.excerpt, error: null, durationMs: r.durationMs }
