@@ -79,6 +79,8 @@ export interface DeliverySummary {
   durationMs: number;
   eventId: string | null;
   eventType: string | null;
+  /** Log lines of type warning or error: an underpayment or an unknown invoice the plugin ignored shows here. */
+  warnings: number;
   createdAt: string;
 }
 
@@ -113,7 +115,7 @@ export interface DeliveriesRepository {
   pruneStoresOverBytes(maxBytes: number): Promise<number>;
 }
 
-const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "plugin_version" | "replay_of" | "outcome" | "invoice_id" | "transition" | "response_status" | "duration_ms" | "event_id" | "event_type" | "created_at">): DeliverySummary => ({
+const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "plugin_version" | "replay_of" | "outcome" | "invoice_id" | "transition" | "response_status" | "duration_ms" | "event_id" | "event_type" | "logs" | "created_at">): DeliverySummary => ({
   id: r.id,
   pluginName: r.plugin_name,
   pluginVersion: r.plugin_version,
@@ -125,8 +127,14 @@ const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "pl
   durationMs: r.duration_ms,
   eventId: r.event_id,
   eventType: r.event_type,
+  warnings: countWarnings(r.logs),
   createdAt: isoTime(r.created_at),
 });
+
+function countWarnings(logs: string): number {
+  if (!logs.includes('"warning"') && !logs.includes('"error"')) return 0;
+  return (JSON.parse(logs) as LogLine[]).filter((l) => l.type === "warning" || l.type === "error").length;
+}
 
 const isUtf8 = (buf: Buffer) => {
   try {
@@ -141,7 +149,7 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
   function filtered(storeId: string, f: DeliveryFilters) {
     let q = db
       .selectFrom("deliveries")
-      .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "event_id", "event_type", "created_at"])
+      .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "event_id", "event_type", "logs", "created_at"])
       .where("store_id", "=", storeId);
     if (f.pluginName !== undefined) q = q.where("plugin_name", "=", f.pluginName);
     if (f.outcomes !== undefined && f.outcomes.length > 0) q = q.where("outcome", "in", f.outcomes);

@@ -23,6 +23,7 @@ export const DeliverySummarySchema = Type.Object({
   durationMs: Type.Number({ examples: [3.127] }),
   eventId: Nullable(Type.String({ description: "The provider's event id: the plugin's eventId, else the JSON body's `id` (or `event.id`).", examples: ["evt_1QbCatalogCheckout0001"] })),
   eventType: Nullable(Type.String({ description: "The provider's event type: the JSON body's `type`, else `event_type`, else `event.type`.", examples: ["checkout.session.completed"] })),
+  warnings: Type.Integer({ description: "The plugin's log lines of type warning or error (an underpayment, an unknown invoice): worth a look even when the outcome is ignored." }),
   createdAt: Type.String({ format: "date-time" }),
 });
 

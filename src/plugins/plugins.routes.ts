@@ -157,13 +157,17 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           tags,
           security,
           summary: "Replace a plugin's settings (secrets); its code and version are untouched",
-          description: "The settings become exactly `secrets` (encrypted at rest, never shown again). A catalogue plugin's required settings must be there: 400 naming the missing ones.",
+          description:
+            "The settings become exactly `secrets` (encrypted at rest, never shown again), plus the stored ones named in `keep` (a form that cannot show stored values leaves them as they are). A catalogue plugin's required settings must be there: 400 naming the missing ones.",
           params: PluginParams,
-          body: Type.Object({ secrets: SecretsBody }, { additionalProperties: false }),
-          response: { 200: PluginInfo, ...errorResponses(400, 401, 404) },
+          body: Type.Object(
+            { secrets: SecretsBody, keep: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 100, description: "Stored settings to keep as they are." })) },
+            { additionalProperties: false },
+          ),
+          response: { 200: PluginInfo, ...errorResponses(400, 401, 404, 409) },
         },
       },
-      async (request) => services.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets),
+      async (request) => services.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
     );
 
     app.get(

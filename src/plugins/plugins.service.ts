@@ -61,8 +61,8 @@ export interface PluginDiff {
 
 export interface PluginsService {
   install(storeId: string, name: string, input: InstallInput): Promise<InstallResult>;
-  /** Replaces the plugin's settings whole; its code and version are untouched. */
-  replaceSecrets(storeId: string, name: string, secrets: Record<string, string>): Promise<PluginInfo>;
+  /** Replaces the plugin's settings whole (but for the stored ones named in `keep`); its code and version are untouched. */
+  replaceSecrets(storeId: string, name: string, secrets: Record<string, string>, keep?: string[]): Promise<PluginInfo>;
   list(storeId: string): Promise<PluginInfo[]>;
   get(storeId: string, name: string): Promise<PluginInfo & { source: string }>;
   versions(storeId: string, name: string): Promise<PluginVersionInfo[]>;
@@ -209,8 +209,14 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       return row.source;
     },
 
-    async replaceSecrets(storeId, name, secrets) {
+    async replaceSecrets(storeId, name, given, keep = []) {
       const inst = await requireInstallation(storeId, name);
+      let secrets = given;
+      if (keep.length > 0) {
+        const stored = box.open(inst.secrets);
+        if (stored === null) throw new AppError("conflict", "The stored settings cannot be opened with this SECRETS_KEY, so none can be kept: send every one", { param: "keep" });
+        secrets = { ...Object.fromEntries(keep.filter((k) => k in stored).map((k) => [k, stored[k]!])), ...given };
+      }
       requireDeclaredSettings(inst.catalog_base, secrets);
       const secretNames = Object.keys(secrets).sort().join(" ");
       await changed(db.updateTable("plugin_installations").set({ secrets: box.seal(secrets), secret_names: secretNames, updated_at: now() }).where("id", "=", inst.id).execute());

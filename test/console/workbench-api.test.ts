@@ -106,6 +106,9 @@ for (const { name: dialect, skip } of DIALECTS) {
       const missing = await h.admin("PUT", `${base}/hmac/secrets`, { secrets: { algorithm: "sha256" } });
       expectStatus(missing, 400);
       assert.match(err(missing).message, /generic-hmac needs the setting signingSecret/);
+      const kept = await h.admin("PUT", `${base}/hmac/secrets`, { secrets: { algorithm: "sha512" }, keep: ["signingSecret", "notStored"] });
+      expectStatus(kept, 200);
+      assert.deepEqual(kept.json<{ secretNames: string[] }>().secretNames, ["algorithm", "signingSecret"], "kept the stored signing secret");
       expectStatus(await h.admin("PUT", `${base}/nope/secrets`, { secrets: {} }), 404);
       expectStatus(await h.admin("PUT", `${base}/hmac/secrets`, { secrets: { "bad name": "x" } }), 400);
     });
