@@ -143,10 +143,12 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
             replace(detailRow.firstElementChild!, eventDetail(ev));
             detailRow.hidden = false;
             toggle.textContent = "Hide";
+            toggle.setAttribute("aria-label", `Hide event ${ev.id}`);
             toggle.setAttribute("aria-expanded", "true");
           } else {
             detailRow.hidden = true;
             toggle.textContent = "Show";
+            toggle.setAttribute("aria-label", `Show event ${ev.id}`);
             toggle.setAttribute("aria-expanded", "false");
           }
         },
