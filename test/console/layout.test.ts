@@ -87,7 +87,7 @@ describe("console layout and accessibility in the browser", { skip: browserSkip 
     await page.emulateMedia({ colorScheme: "dark" });
     await open(page, pages[1]![1]);
     await page.locator(".cm-editor").waitFor();
-    const [body, editor] = await page.evaluate(() => [window.getComputedStyle(document.querySelector("body")).backgroundColor, window.getComputedStyle(document.querySelector('[data-testid="editor"]')!.getBoundingClientRect && document.querySelector('[data-testid="editor"]')).backgroundColor]);
+    const [body, editor] = await page.evaluate(() => [window.getComputedStyle(document.querySelector("body")).backgroundColor, window.getComputedStyle(document.querySelector('[data-testid="editor"]')).backgroundColor]);
     const dark = (rgb: string) => rgb.match(/\d+/g)!.slice(0, 3).map(Number).reduce((a, b) => a + b, 0) < 150;
     assert.ok(dark(body!), `page background ${body}`);
     assert.ok(dark(editor!), `editor background ${editor}`);
