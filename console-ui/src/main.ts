@@ -200,6 +200,12 @@ document.addEventListener("click", (event) => {
   navigate(url.pathname + url.search);
 });
 window.addEventListener("popstate", () => void render());
-setReauthenticate(signInAgain);
+setReauthenticate(async () => {
+  if (!(await signInAgain())) return false;
+  // Signed in again, perhaps as someone else: the header shows the new session's stores.
+  stores = (await api<{ data: { id: string; name: string }[] }>("GET", "/api/admin/stores")).data;
+  fillHeader(matchRoute(decodeURIComponent(location.pathname))?.params.storeId ?? "");
+  return true;
+});
 
 void render();
