@@ -55,10 +55,6 @@ export function bench(ctx: PageContext, name: string, source: () => string, jump
   /** The recorded delivery the input is, until the input is edited (then it is typed input). */
   let deliveryId: string | null = null;
   let bodyBase64: string | null = null;
-  let last: Input | null = null;
-  /** The last unsaved run with its input as typed (what "Save as fixture" writes). */
-  let lastUnsaved: { request: Input; typed: Input; run: Simulation } | null = null;
-  let fixtureList: Fixture[] = [];
 
   const edited = () => {
     if (deliveryId !== null) loaded.textContent = `Edited: runs the text above, no longer delivery ${deliveryId} as recorded`;
@@ -66,8 +62,7 @@ export function bench(ctx: PageContext, name: string, source: () => string, jump
     bodyBase64 = null;
     replayButton.disabled = true;
   };
-  body.addEventListener("input", edited);
-  headers.addEventListener("input", edited);
+  for (const field of [body, headers]) field.addEventListener("input", edited);
 
   const setRequest = (r: RequestShape, at: string | null, what: string) => {
     headers.value = Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join("\n");
@@ -78,95 +73,36 @@ export function bench(ctx: PageContext, name: string, source: () => string, jump
   };
 
   const input = (): Input => (deliveryId !== null ? { deliveryId, ...(sign.checked ? { sign: true } : {}) } : typedInput());
-  const typedInput = (): Input => {
-    const hs: Record<string, string> = {};
-    for (const line of headers.value.split("\n")) {
-      if (line.trim() === "") continue;
-      const i = line.indexOf(":");
-      if (i <= 0) throw new Error(`header line "${line}" is not name: value`);
-      hs[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-    }
-    return {
-      headers: hs,
-      ...(bodyBase64 !== null ? { bodyBase64 } : { body: body.value }),
-      ...(clock.value.trim() !== "" ? { receivedAt: new Date(clock.value.trim()).toISOString() } : {}),
-      ...(sign.checked ? { sign: true } : {}),
-    };
-  };
+  const typedInput = () => typedInputOf(headers.value, bodyBase64, body.value, clock.value, sign.checked);
 
-  const simulate = (request: Input, unsaved: boolean) =>
-    api<Simulation>("POST", `${pluginPath}/simulate`, unsaved ? { ...request, source: source() } : request).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
-
-  const run = async () => {
-    let request: Input;
+  const runner = benchRunner(pluginPath, source, results, jumpTo);
+  const run = () => {
     try {
-      request = input();
+      void runner.run(input(), typedInput());
     } catch (err) {
       fail(err);
-      return;
     }
-    last = request;
-    replace(results, h("p", { class: "muted" }, "Running…"));
-    const [unsaved, saved] = await Promise.all([simulate(request, true), simulate(request, false)]);
-    lastUnsaved = unsaved instanceof Error ? null : { request, typed: typedInput(), run: unsaved };
-    replace(results, runView("Edited (unsaved)", unsaved, jumpTo), runView(saved instanceof Error ? "Saved version" : `Saved version v${saved.plugin.version}`, saved, jumpTo));
-    if (!(unsaved instanceof Error) && unsaved.error?.line !== undefined) jumpTo(unsaved.error.line);
   };
-
-  const refreshSaved = () => {
-    const request = last;
-    const savedBox = results.querySelector('[data-testid="run-saved"]');
-    if (request === null || savedBox === null) return;
-    void simulate(request, false).then((saved) => {
-      if (request === last) savedBox.replaceWith(runView(saved instanceof Error ? "Saved version" : `Saved version v${saved.plugin.version}`, saved, jumpTo));
-    });
-  };
-
   const replayButton = h("button", { type: "button", class: "secondary", disabled: true, "data-testid": "bench-replay", on: { click: () => void (deliveryId && replay(ctx.storeId, deliveryId, replayed).catch(fail)) } }, "Replay this delivery (live version)");
-  const fixtureButton = h("button", { type: "button", class: "secondary", "data-testid": "bench-save-fixture", on: { click: () => lastUnsaved && saveFixture(name, deliveryOf(lastUnsaved.request), lastUnsaved) } }, "Save as fixture");
+  const fixtureButton = h("button", { type: "button", class: "secondary", "data-testid": "bench-save-fixture", on: { click: () => runner.lastUnsaved && saveFixture(name, deliveryOf(runner.lastUnsaved.request), runner.lastUnsaved) } }, "Save as fixture");
   const deliveryOf = (request: Input) => (typeof request.deliveryId === "string" ? request.deliveryId : null);
 
-  deliveries.addEventListener("change", () => {
-    const id = deliveries.value;
-    if (!id) return;
-    void api<{ id: string; outcome: string; createdAt: string; request: RequestShape }>("GET", adminPath(ctx.storeId, "deliveries", id))
-      .then((d) => {
-        setRequest(d.request, d.createdAt, `Delivery ${d.id} (${d.outcome}), received ${localTime(d.createdAt)}: run on the server byte for byte, with its receipt time as the clock`);
-        deliveryId = d.id;
-        replayButton.disabled = false;
-      })
-      .catch(fail);
+  const sources = inputSources(ctx, name, deliveries, fixtures, fail, {
+    delivery: (d) => {
+      setRequest(d.request, d.createdAt, `Delivery ${d.id} (${d.outcome}), received ${localTime(d.createdAt)}: run on the server byte for byte, with its receipt time as the clock`);
+      deliveryId = d.id;
+      replayButton.disabled = false;
+    },
+    fixture: (f) => {
+      edited();
+      setRequest(f.request, f.receivedAt, `Fixture ${f.name}${f.description ? `: ${f.description}` : ""}. Its signature was made with the catalogue's test secret: tick "Sign with this store's secret" to run it as your provider would send it.`);
+    },
   });
-  fixtures.addEventListener("change", () => {
-    const f = fixtureList.find((x) => x.name === fixtures.value);
-    if (!f) return;
-    edited();
-    setRequest(f.request, f.receivedAt, `Fixture ${f.name}${f.description ? `: ${f.description}` : ""}. Its signature was made with the catalogue's test secret: tick "Sign with this store's secret" to run it as your provider would send it.`);
-  });
-
-  const refreshDeliveries = () =>
-    api<{ data: { id: string; outcome: string; createdAt: string; replayOf: string | null; eventType: string | null }[] }>("GET", `${adminPath(ctx.storeId, "deliveries")}?pluginName=${encodeURIComponent(name)}&limit=20`)
-      .then(({ data }) => {
-        const chosen = deliveries.value;
-        clear(deliveries);
-        deliveries.append(h("option", { value: "" }, data.length === 0 ? "no recorded delivery yet" : "a recorded delivery…"));
-        for (const d of data) deliveries.append(h("option", { value: d.id, selected: d.id === chosen }, `${localTime(d.createdAt)} ${d.outcome}${d.eventType ? ` ${d.eventType}` : ""}${d.replayOf ? " (replay)" : ""} ${d.id}`));
-      })
-      .catch(fail);
-  deliveries.addEventListener("focus", () => void refreshDeliveries());
-  void refreshDeliveries();
 
   const setPlugin = (catalogBase: string | null, signable: boolean) => {
     sign.disabled = !signable;
     if (!signable) sign.checked = false;
-    if (catalogBase === null || fixtureList.length > 0) return;
-    void api<{ data: Fixture[] }>("GET", `/api/admin/catalog/${encodeURIComponent(catalogBase)}/fixtures`)
-      .then(({ data }) => {
-        fixtureList = data;
-        for (const f of data) fixtures.append(h("option", { value: f.name }, f.name));
-        fixtures.disabled = data.length === 0;
-      })
-      .catch((err: unknown) => (err instanceof ApiError && err.status === 404 ? undefined : fail(err)));
+    sources.loadFixtures(catalogBase);
   };
 
   const root = h(
@@ -178,11 +114,100 @@ export function bench(ctx: PageContext, name: string, source: () => string, jump
     h("label", { for: "bench-headers" }, "Headers", headers),
     h("label", { for: "bench-body" }, "Body", body),
     h("label", { for: "bench-clock" }, "Clock (receivedAt)", clock),
-    h("div", { class: "toolbar" }, h("button", { type: "button", "data-testid": "bench-run", on: { click: () => void run() } }, "Run"), signLabel, fixtureButton, replayButton),
+    h("div", { class: "toolbar" }, h("button", { type: "button", "data-testid": "bench-run", on: { click: run } }, "Run"), signLabel, fixtureButton, replayButton),
     replayed,
     results,
   );
-  return { root, setPlugin, refreshSaved };
+  return { root, setPlugin, refreshSaved: () => runner.refreshSaved() };
+}
+
+/** The typed input as the simulate route takes it: headers from `name: value` lines, the body, the clock. */
+function typedInputOf(headerLines: string, bodyBase64: string | null, body: string, clock: string, sign: boolean): Input {
+  const hs: Record<string, string> = {};
+  for (const line of headerLines.split("\n")) {
+    if (line.trim() === "") continue;
+    const i = line.indexOf(":");
+    if (i <= 0) throw new Error(`header line "${line}" is not name: value`);
+    hs[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+  }
+  return {
+    headers: hs,
+    ...(bodyBase64 !== null ? { bodyBase64 } : { body }),
+    ...(clock.trim() !== "" ? { receivedAt: new Date(clock.trim()).toISOString() } : {}),
+    ...(sign ? { sign: true } : {}),
+  };
+}
+
+/** Runs an input through the unsaved source and the saved version side by side; after a save, the saved side again. */
+function benchRunner(pluginPath: string, source: () => string, results: HTMLElement, jumpTo: (line: number) => void) {
+  let last: Input | null = null;
+  const simulate = (request: Input, unsaved: boolean) =>
+    api<Simulation>("POST", `${pluginPath}/simulate`, unsaved ? { ...request, source: source() } : request).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+  const savedView = (saved: Simulation | Error) => runView(saved instanceof Error ? "Saved version" : `Saved version v${saved.plugin.version}`, saved, jumpTo);
+  const runner = {
+    /** The last unsaved run with its input as typed (what "Save as fixture" writes). */
+    lastUnsaved: null as { request: Input; typed: Input; run: Simulation } | null,
+    async run(request: Input, typed: Input): Promise<void> {
+      last = request;
+      replace(results, h("p", { class: "muted" }, "Running…"));
+      const [unsaved, saved] = await Promise.all([simulate(request, true), simulate(request, false)]);
+      runner.lastUnsaved = unsaved instanceof Error ? null : { request, typed, run: unsaved };
+      replace(results, runView("Edited (unsaved)", unsaved, jumpTo), savedView(saved));
+      if (!(unsaved instanceof Error) && unsaved.error?.line !== undefined) jumpTo(unsaved.error.line);
+    },
+    refreshSaved(): void {
+      const request = last;
+      const box = results.querySelector('[data-testid="run-saved"]');
+      if (request === null || box === null) return;
+      void simulate(request, false).then((saved) => {
+        if (request === last) box.replaceWith(savedView(saved));
+      });
+    },
+  };
+  return runner;
+}
+
+/** The recorded deliveries (refreshed on focus) and the catalogue's fixtures to pick an input from. */
+function inputSources(
+  ctx: PageContext,
+  name: string,
+  deliveries: HTMLSelectElement,
+  fixtures: HTMLSelectElement,
+  fail: (err: unknown) => void,
+  picked: { delivery: (d: { id: string; outcome: string; createdAt: string; request: RequestShape }) => void; fixture: (f: Fixture) => void },
+): { loadFixtures(catalogBase: string | null): void } {
+  let fixtureList: Fixture[] = [];
+  deliveries.addEventListener("change", () => {
+    if (!deliveries.value) return;
+    void api<{ id: string; outcome: string; createdAt: string; request: RequestShape }>("GET", adminPath(ctx.storeId, "deliveries", deliveries.value)).then(picked.delivery).catch(fail);
+  });
+  fixtures.addEventListener("change", () => {
+    const f = fixtureList.find((x) => x.name === fixtures.value);
+    if (f) picked.fixture(f);
+  });
+  const refreshDeliveries = () =>
+    api<{ data: { id: string; outcome: string; createdAt: string; replayOf: string | null; eventType: string | null }[] }>("GET", `${adminPath(ctx.storeId, "deliveries")}?pluginName=${encodeURIComponent(name)}&limit=20`)
+      .then(({ data }) => {
+        const chosen = deliveries.value;
+        clear(deliveries);
+        deliveries.append(h("option", { value: "" }, data.length === 0 ? "no recorded delivery yet" : "a recorded delivery…"));
+        for (const d of data) deliveries.append(h("option", { value: d.id, selected: d.id === chosen }, `${localTime(d.createdAt)} ${d.outcome}${d.eventType ? ` ${d.eventType}` : ""}${d.replayOf ? " (replay)" : ""} ${d.id}`));
+      })
+      .catch(fail);
+  deliveries.addEventListener("focus", () => void refreshDeliveries());
+  void refreshDeliveries();
+  return {
+    loadFixtures(catalogBase) {
+      if (catalogBase === null || fixtureList.length > 0) return;
+      void api<{ data: Fixture[] }>("GET", `/api/admin/catalog/${encodeURIComponent(catalogBase)}/fixtures`)
+        .then(({ data }) => {
+          fixtureList = data;
+          for (const f of data) fixtures.append(h("option", { value: f.name }, f.name));
+          fixtures.disabled = data.length === 0;
+        })
+        .catch((err: unknown) => (err instanceof ApiError && err.status === 404 ? undefined : fail(err)));
+    },
+  };
 }
 
 async function replay(storeId: string, deliveryId: string, out: HTMLElement): Promise<void> {

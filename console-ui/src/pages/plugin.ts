@@ -14,7 +14,7 @@ import type { PageContext } from "../lib/page.ts";
 import { localTime } from "../lib/time.ts";
 import { bench } from "./plugin-bench.ts";
 import { createEditor, type Global } from "./plugin-editor.ts";
-import { openDeploy, type SaveAnswer } from "./plugin-save.ts";
+import { openDeploy, type SaveAnswer, type SaveFlow } from "./plugin-save.ts";
 import { catalogEntries, settingsPanel } from "./plugin-settings.ts";
 import { versionsPanel } from "./plugin-versions.ts";
 import { type PluginInfo, webhookUrlOf } from "./plugins.ts";
@@ -45,52 +45,34 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     status.textContent = message;
   };
   const fail = (err: unknown) => say(err instanceof Error ? err.message : String(err), "error");
-  const jumpTo = (line: number) => {
-    const v = state.view;
-    if (!v) return;
-    const l = v.state.doc.line(Math.max(1, Math.min(line, v.state.doc.lines)));
-    v.dispatch({ selection: { anchor: l.from, head: l.to }, scrollIntoView: true });
-    v.focus();
-  };
+  const jumpTo = (line: number) => jumpToLine(state.view, line);
   const setText = (source: string) => state.view?.dispatch({ changes: { from: 0, to: state.view.state.doc.length, insert: source } });
 
   const testBench = bench(ctx, name, text, jumpTo, fail);
   const versions = versionsPanel(ctx.storeId, name, (v) => void reload(true).then(() => say(`Version ${v} is live again`, "ok")), fail);
   const settings = settingsPanel(ctx.storeId, name, (m) => say(m, "ok"), fail);
 
-  const saveFlow = {
-    pluginPath,
-    base: () => state.base,
-    edited: text,
-    onSaved: (a: SaveAnswer, basedOn: number) => {
+  const saveFlow = saveFlowFor(pluginPath, state, text, {
+    saved: (a, basedOn) => {
       dropDraft(ctx.storeId, name, basedOn);
-      state.base = { version: a.version, source: text() };
       say(saveMessage(a, basedOn), "ok");
       void reload(false).then(() => testBench.refreshSaved());
     },
-    onTakeLive: (live: { version: number; source: string }) => {
-      state.base = live;
+    takeLive: (live) => {
       setText(live.source);
       say(`Version ${live.version} is in the editor. Your edit stays as a draft based on the older version.`, "ok");
     },
-    onError: (err: unknown) => {
+    failed: (err) => {
       if (err instanceof ApiError && typeof err.details.line === "number") jumpTo(err.details.line);
       fail(err);
     },
-  };
+  });
   const deploy = () => {
     if (state.view) openDeploy(saveFlow);
   };
 
   const check = checker(ctx.storeId, compile, jumpTo);
-  let draftTimer: ReturnType<typeof setTimeout> | null = null;
-  const keepDraft = (source: string) => {
-    if (draftTimer) clearTimeout(draftTimer);
-    draftTimer = setTimeout(() => {
-      if (source === state.base.source) dropDraft(ctx.storeId, name, state.base.version);
-      else saveDraft({ storeId: ctx.storeId, plugin: name, baseVersion: state.base.version, source, at: Date.now() });
-    }, 250);
-  };
+  const drafts = draftKeeper(ctx.storeId, name, () => state.base);
 
   async function reload(resetSource: boolean): Promise<void> {
     const p = await api<PluginInfo & { source: string }>("GET", pluginPath);
@@ -102,7 +84,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     if (!state.view) {
       state.base = { version: p.version, source: p.source };
       const list = await (globals ??= api<{ data: Global[] }>("GET", "/console/api/globals").then((r) => r.data));
-      state.view = createEditor(editorBox, { doc: p.source, globals: list, check, onChange: keepDraft, onSave: deploy });
+      state.view = createEditor(editorBox, { doc: p.source, globals: list, check, onChange: drafts.keep, onSave: deploy });
       offerDraft(draftBanner, draftsOf(ctx.storeId, name).find((d) => d.source !== p.source) ?? null, p.version, (d) => void restore(d));
     } else if (resetSource) {
       state.base = { version: p.version, source: p.source };
@@ -119,30 +101,90 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   }
 
   setLeaveGuard(() => (dirty() ? `Plugin ${name} has unsaved changes.` : null));
-  const toolbar = h(
-    "div",
-    { class: "toolbar" },
-    h("button", { type: "button", "data-testid": "save", "aria-keyshortcuts": "Control+S", on: { click: deploy } }, "Review and deploy…"),
-    h("button", { type: "button", class: "secondary", "data-testid": "revert", on: { click: () => void reload(true).catch(fail) } }, "Revert to live"),
-    compile,
-  );
-  root.append(
-    h("div", { class: "row spread" }, h("div", null, h("a", { href: `/console/stores/${encodeURIComponent(ctx.storeId)}/plugins` }, "← Plugins"), h("h1", null, name)), info),
-    h("p", { class: "webhook-url" }, "Webhook URL for your provider: ", copyable("webhook URL", webhookUrlOf(ctx.storeId, name), { "data-testid": "webhook-url" })),
-    draftBanner,
-    status,
-    h("div", { class: "split" }, h("section", { "aria-label": "Editor" }, toolbar, editorBox), testBench.root),
-    settings.root,
-    versions.root,
-  );
+  root.append(...pageParts(ctx, name, { info, draftBanner, status, compile, editorBox }, { deploy, revert: () => void reload(true).catch(fail) }, [testBench.root, settings.root, versions.root]));
   reload(false).catch(fail);
   return () => {
-    if (draftTimer) clearTimeout(draftTimer);
-    if (state.view && dirty()) saveDraft({ storeId: ctx.storeId, plugin: name, baseVersion: state.base.version, source: text(), at: Date.now() });
+    drafts.flush(state.view && dirty() ? text() : null);
     setLeaveGuard(null);
     versions.destroy();
     state.view?.destroy();
   };
+}
+
+/** The deploy step's wiring: the base it saves on, and what the page does after. */
+function saveFlowFor(
+  pluginPath: string,
+  state: PageState,
+  text: () => string,
+  on: { saved: (a: SaveAnswer, basedOn: number) => void; takeLive: (live: { version: number; source: string }) => void; failed: (err: unknown) => void },
+): SaveFlow {
+  return {
+    pluginPath,
+    base: () => state.base,
+    edited: text,
+    onSaved: (a, basedOn) => {
+      state.base = { version: a.version, source: text() };
+      on.saved(a, basedOn);
+    },
+    onTakeLive: (live) => {
+      state.base = live;
+      on.takeLive(live);
+    },
+    onError: on.failed,
+  };
+}
+
+/** Keeps the editor's text as a draft 250 ms after the last keystroke (and at once when the page is left). */
+function draftKeeper(storeId: string, plugin: string, base: () => { version: number; source: string }) {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const write = (source: string) => {
+    const b = base();
+    if (source === b.source) dropDraft(storeId, plugin, b.version);
+    else saveDraft({ storeId, plugin, baseVersion: b.version, source, at: Date.now() });
+  };
+  return {
+    keep(source: string): void {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => write(source), 250);
+    },
+    flush(source: string | null): void {
+      if (timer) clearTimeout(timer);
+      if (source !== null) write(source);
+    },
+  };
+}
+
+function jumpToLine(v: EditorView | null, line: number): void {
+  if (!v) return;
+  const l = v.state.doc.line(Math.max(1, Math.min(line, v.state.doc.lines)));
+  v.dispatch({ selection: { anchor: l.from, head: l.to }, scrollIntoView: true });
+  v.focus();
+}
+
+/** The page: title and state, the webhook URL, the draft offer, the editor with its toolbar beside the bench, settings, versions. */
+function pageParts(
+  ctx: PageContext,
+  name: string,
+  el: { info: HTMLElement; draftBanner: HTMLElement; status: HTMLElement; compile: HTMLElement; editorBox: HTMLElement },
+  act: { deploy: () => void; revert: () => void },
+  [benchRoot, settingsRoot, versionsRoot]: HTMLElement[],
+): HTMLElement[] {
+  const toolbar = h(
+    "div",
+    { class: "toolbar" },
+    h("button", { type: "button", "data-testid": "save", "aria-keyshortcuts": "Control+S", on: { click: act.deploy } }, "Review and deploy…"),
+    h("button", { type: "button", class: "secondary", "data-testid": "revert", on: { click: act.revert } }, "Revert to live"),
+    el.compile,
+  );
+  return [
+    h("div", { class: "row spread" }, h("div", null, h("a", { href: `/console/stores/${encodeURIComponent(ctx.storeId)}/plugins` }, "← Plugins"), h("h1", null, name)), el.info),
+    h("p", { class: "webhook-url" }, "Webhook URL for your provider: ", copyable("webhook URL", webhookUrlOf(ctx.storeId, name), { "data-testid": "webhook-url" })),
+    el.draftBanner,
+    el.status,
+    h("div", { class: "split" }, h("section", { "aria-label": "Editor" }, toolbar, el.editorBox), benchRoot!),
+    settingsRoot!,
+    versionsRoot!,
+  ];
 }
 
 function saveMessage(a: SaveAnswer, basedOn: number): string {
