@@ -20,6 +20,7 @@ export const errorStatus = {
   method_not_allowed: 405,
   conflict: 409,
   invalid_transition: 409,
+  version_conflict: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

@@ -161,6 +161,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     sequencer,
     retentionDays: config.events.retentionDays,
     now,
+    sender,
   });
   const { timeoutMs: _timeout, signingNow, ...dispatchOptions } = options.dispatch ?? {};
   // PostgreSQL: the dispatcher's own small pool, so sending events never takes a connection a payment waits for.

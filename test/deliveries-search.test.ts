@@ -44,6 +44,8 @@ function record(storeId: string, id: string, createdAt: number, outcome: Deliver
     durationMs: 1,
     responseStatus: 200,
     responseBody: {},
+    eventId: null,
+    eventType: null,
     createdAt,
   };
 }

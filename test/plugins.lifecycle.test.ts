@@ -97,7 +97,7 @@ for (const dialect of DIALECTS) {
       expectStatus(again, 404);
       assert.equal(errorOf(again).code, "plugin_not_found");
       const reinstalled = await installPlugin(h, store.id, "pay", V1, {});
-      assert.deepEqual(reinstalled, { name: "pay", version: 1, enabled: true });
+      assert.deepEqual(reinstalled, { name: "pay", version: 1, enabled: true, reused: false });
       const shown = (await h.admin("GET", `/api/admin/stores/${store.id}/plugins/pay`)).json<Json>();
       assert.deepEqual(shown.secretNames, [], "the old secrets went with the installation");
     });

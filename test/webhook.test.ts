@@ -319,7 +319,7 @@ for (const dialect of DIALECTS) {
       const store = await h.store();
       const v1 = await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/p`, { source: 'return { status = "ignore" }' });
       expectStatus(v1, 201);
-      assert.deepEqual(v1.json(), { name: "p", version: 1, enabled: true });
+      assert.deepEqual(v1.json(), { name: "p", version: 1, enabled: true, reused: false });
       const broken = await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/p`, { source: 'local a = 1\nlocal b = 2\nif a then\nreturn {' });
       expectStatus(broken, 422);
       assert.equal(errorOf(broken).code, "invalid_plugin");

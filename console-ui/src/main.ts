@@ -1,25 +1,32 @@
-// The console's entry: a router over location.pathname under /console (history API), the layout with
-// the store picker, and the pages. The editor page (CodeMirror) is loaded only when opened.
+// The console's entry: a router over location.pathname under /console (history API), the layout with the
+// store picker, and the pages. The layout paints at once, before any data arrives; the editor page
+// (CodeMirror) is loaded only when opened. A session that ends while working signs in again in a dialog
+// (lib/signin-form.ts) instead of leaving the page; leaving a page with unsaved work asks first.
 import "./styles.css";
-import { ApiError, api, session, setSession, setUnauthorizedHandler, type Session } from "./lib/api.ts";
+import { ApiError, api, session, setReauthenticate, setSession, type Session } from "./lib/api.ts";
 import { clear, h } from "./lib/dom.ts";
+import { mayLeave, setLeaveGuard } from "./lib/guard.ts";
 import type { Cleanup, Mount, PageContext } from "./lib/page.ts";
+import { signInAgain } from "./lib/signin-form.ts";
 import * as signin from "./pages/signin.ts";
 import * as plugins from "./pages/plugins.ts";
 import * as deliveries from "./pages/deliveries.ts";
 import * as delivery from "./pages/delivery.ts";
 import * as events from "./pages/events.ts";
+import * as endpoints from "./pages/endpoints.ts";
+
+type Section = "plugins" | "deliveries" | "events" | "endpoints";
 
 interface Route {
   pattern: RegExp;
   /** Names of the pattern's groups, in order. */
   keys: string[];
   /** Which top-level section it belongs to (highlighted in the navigation). */
-  section: "plugins" | "deliveries" | "events";
+  section: Section;
   load: () => Mount | Promise<Mount>;
 }
 
-const route = (path: string, section: Route["section"], load: Route["load"]): Route => {
+const route = (path: string, section: Section, load: Route["load"]): Route => {
   const keys: string[] = [];
   const pattern = new RegExp(
     "^" +
@@ -32,13 +39,19 @@ const route = (path: string, section: Route["section"], load: Route["load"]): Ro
   return { pattern, keys, section, load };
 };
 
-/** The route table (the console-watch helper adds its pages here). */
 const ROUTES: Route[] = [
   route("/console/stores/:storeId/plugins", "plugins", () => plugins.mount),
   route("/console/stores/:storeId/plugins/:name", "plugins", async () => (await import("./pages/plugin.ts")).mount),
   route("/console/stores/:storeId/deliveries", "deliveries", () => deliveries.mount),
   route("/console/stores/:storeId/deliveries/:id", "deliveries", () => delivery.mount),
   route("/console/stores/:storeId/events", "events", () => events.mount),
+  route("/console/stores/:storeId/endpoints", "endpoints", () => endpoints.mount),
+];
+const SECTIONS: [Section, string][] = [
+  ["plugins", "Plugins"],
+  ["deliveries", "Deliveries"],
+  ["events", "Events"],
+  ["endpoints", "Endpoints"],
 ];
 
 const app = document.getElementById("app")!;
@@ -47,19 +60,20 @@ let stores: { id: string; name: string }[] | null = null;
 let rendering = 0;
 
 function navigate(path: string): void {
-  if (path !== location.pathname + location.search) history.pushState(null, "", path);
+  if (path === location.pathname + location.search) return void render();
+  if (!mayLeave()) return;
+  history.pushState(null, "", path);
   void render();
 }
 
 function leave(): void {
-  if (cleanup) {
-    try {
-      cleanup();
-    } catch (err) {
-      console.error(err);
-    }
+  try {
+    cleanup?.();
+  } catch (err) {
+    console.error(err);
   }
   cleanup = null;
+  setLeaveGuard(null);
 }
 
 async function ensureSession(): Promise<Session | null> {
@@ -73,6 +87,14 @@ async function ensureSession(): Promise<Session | null> {
   return session();
 }
 
+function matchRoute(path: string): { r: Route; params: Record<string, string> } | null {
+  for (const r of ROUTES) {
+    const m = r.pattern.exec(path);
+    if (m) return { r, params: Object.fromEntries(r.keys.map((k, i) => [k, m[i + 1]!])) };
+  }
+  return null;
+}
+
 async function render(): Promise<void> {
   const ticket = ++rendering;
   leave();
@@ -81,11 +103,15 @@ async function render(): Promise<void> {
   if (path === "/console/signin") {
     stores = null;
     clear(app);
-    const root = h("main", { class: "bare" });
+    const root = h("main", { class: "bare", id: "content" });
     app.append(root);
     signin.mount(root, ctx);
     return;
   }
+  const match = matchRoute(path);
+  // The shell first: header and navigation paint before the session and the data arrive.
+  const root = h("div", { class: "page", "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…"));
+  layout(match?.params.storeId ?? "", match?.r.section ?? null, root);
   const current = await ensureSession();
   if (ticket !== rendering) return;
   if (current === null) {
@@ -94,23 +120,21 @@ async function render(): Promise<void> {
   }
   stores ??= (await api<{ data: { id: string; name: string }[] }>("GET", "/api/admin/stores")).data;
   if (ticket !== rendering) return;
-
-  const match = ROUTES.map((r) => ({ r, m: r.pattern.exec(path) })).find((x) => x.m !== null);
+  fillHeader(match?.params.storeId ?? "");
+  root.removeAttribute("aria-busy");
+  clear(root);
   if (!match) {
     const first = stores[0];
     if ((path === "/console" || path === "/console/") && first) {
       history.replaceState(null, "", `/console/stores/${encodeURIComponent(first.id)}/plugins`);
       return render();
     }
-    layout("", null, h("h1", null, stores.length === 0 ? "No store yet" : "Not found"), stores.length === 0 ? h("p", null, "Create a store with ", h("code", null, "storefront stores create NAME"), ".") : null);
+    root.append(h("h1", null, stores.length === 0 ? "No store yet" : "Not found"));
+    if (stores.length === 0) root.append(h("p", null, "Create a store with ", h("code", null, "storefront stores create NAME"), "."));
     return;
   }
-  const params: Record<string, string> = {};
-  match.r.keys.forEach((k, i) => (params[k] = match.m![i + 1]!));
-  ctx.storeId = params.storeId ?? "";
-  ctx.params = params;
-  const root = h("div", { class: "page" });
-  layout(ctx.storeId, match.r.section, root);
+  ctx.storeId = match.params.storeId ?? "";
+  ctx.params = match.params;
   if (!stores.some((s) => s.id === ctx.storeId)) {
     root.append(h("h1", null, "Not found"), h("p", null, "No store ", ctx.storeId, "."));
     return;
@@ -124,72 +148,64 @@ async function render(): Promise<void> {
   }
 }
 
-function layout(storeId: string, section: Route["section"] | null, ...content: (Node | null)[]): void {
-  clear(app);
+const picker = h("select", { "aria-label": "Store", "data-testid": "store-picker" });
+const who = h("span", { class: "who" });
+
+function fillHeader(storeId: string): void {
+  clear(picker);
+  picker.append(...(stores ?? []).map((s) => h("option", { value: s.id, selected: s.id === storeId }, `${s.name} (${s.id})`)));
   const current = session();
-  const picker = h(
-    "select",
-    {
-      "aria-label": "Store",
-      "data-testid": "store-picker",
-      on: {
-        change: () => navigate(`/console/stores/${encodeURIComponent(picker.value)}/${section ?? "plugins"}`),
-      },
-    },
-    (stores ?? []).map((s) => h("option", { value: s.id, selected: s.id === storeId }, `${s.name} (${s.id})`)),
-  );
-  const link = (name: Route["section"], label: string) =>
-    h("a", { href: storeId ? `/console/stores/${encodeURIComponent(storeId)}/${name}` : "/console", class: section === name ? "active" : null }, label);
+  who.textContent = current?.kind === "admin" ? "admin" : (current?.email ?? "");
+}
+
+function layout(storeId: string, section: Section | null, content: Node): void {
+  clear(app);
+  picker.onchange = () => navigate(`/console/stores/${encodeURIComponent(picker.value)}/${section ?? "plugins"}`);
+  const link = (name: Section, label: string) =>
+    h("a", { href: storeId ? `/console/stores/${encodeURIComponent(storeId)}/${name}` : "/console", class: section === name ? "active" : null, "aria-current": section === name ? "page" : null }, label);
+  const signOut = () => {
+    if (!mayLeave()) return;
+    setLeaveGuard(null);
+    void api("DELETE", "/console/api/session")
+      .catch(() => undefined)
+      .then(() => {
+        setSession(null);
+        stores = null;
+        navigate("/console/signin");
+      });
+  };
   app.append(
+    h("a", { href: "#content", class: "skip-link", on: { click: (e: Event) => (e.preventDefault(), document.getElementById("content")?.focus()) } }, "Skip to content"),
     h(
       "header",
       { class: "top" },
       h("a", { href: "/console", class: "brand" }, "storefront"),
       picker,
-      h("nav", null, link("plugins", "Plugins"), link("deliveries", "Deliveries"), link("events", "Events")),
-      h("span", { class: "who" }, current?.kind === "admin" ? "admin" : (current?.email ?? "")),
-      h(
-        "button",
-        {
-          type: "button",
-          class: "secondary",
-          "data-testid": "signout",
-          on: {
-            click: () => {
-              void api("DELETE", "/console/api/session")
-                .catch(() => undefined)
-                .then(() => {
-                  setSession(null);
-                  stores = null;
-                  navigate("/console/signin");
-                });
-            },
-          },
-        },
-        "Sign out",
-      ),
+      h("nav", { "aria-label": "Sections" }, SECTIONS.map(([name, label]) => link(name, label))),
+      h("div", { class: "account" }, who, h("button", { type: "button", class: "secondary", "data-testid": "signout", on: { click: signOut } }, "Sign out")),
     ),
-    h("main", null, ...content),
+    h("main", { id: "content", tabindex: "-1" }, content),
   );
+  if (stores !== null) fillHeader(storeId);
 }
 
 // Links inside the console change the page without reloading it.
 document.addEventListener("click", (event) => {
   if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
   const a = (event.target as Element | null)?.closest?.("a");
-  if (!a || a.target || a.hasAttribute("download")) return;
+  if (!a || a.target || a.hasAttribute("download") || a.getAttribute("href")?.startsWith("#")) return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith("/console")) return;
   event.preventDefault();
   navigate(url.pathname + url.search);
 });
 window.addEventListener("popstate", () => void render());
-setUnauthorizedHandler(() => {
-  // Several requests of a page may fail at once: the first one goes to sign-in, remembering the page.
-  if (location.pathname === "/console/signin") return;
-  setSession(null);
-  stores = null;
-  navigate(`/console/signin?expired=1&next=${encodeURIComponent(location.pathname)}`);
+setReauthenticate(async () => {
+  if (!(await signInAgain())) return false;
+  // Signed in again, perhaps as someone else: the header shows the new session's stores.
+  stores = (await api<{ data: { id: string; name: string }[] }>("GET", "/api/admin/stores")).data;
+  fillHeader(matchRoute(decodeURIComponent(location.pathname))?.params.storeId ?? "");
+  return true;
 });
 
 void render();

@@ -120,6 +120,20 @@ export function registerPluginCommands(program: Command): void {
     });
 
   plugins
+    .command("secrets <name>")
+    .description("replace a plugin's settings (secrets) whole; its code and version stay as they are")
+    .requiredOption("--store <storeId>", "store id")
+    .option("--secret <NAME=value>", "a setting (repeatable). Visible in shell history: prefer --secrets-file", collect, [])
+    .option("--secrets-file <file>", "settings from a file ('-' for standard input): NAME=value lines, or a JSON object")
+    .action(async (name: string, opts: StoreOption & { secret: string[]; secretsFile?: string }) => {
+      const secrets = {
+        ...(opts.secretsFile === undefined ? {} : parseSecretsFile(readInput(opts.secretsFile, "--secrets-file").toString("utf8"), opts.secretsFile)),
+        ...parsePairs(opts.secret, "secret"),
+      };
+      await withServices(async (s) => printJson(await s.plugins.replaceSecrets(opts.store, name, secrets)));
+    });
+
+  plugins
     .command("list")
     .description("list a store's plugins")
     .requiredOption("--store <storeId>", "store id")

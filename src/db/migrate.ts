@@ -21,6 +21,7 @@ import * as m0015 from "./migrations/0015_documents_in_page_order.ts";
 import * as m0016 from "./migrations/0016_documents_hash_ids.ts";
 import * as m0017 from "./migrations/0017_lean_payments.ts";
 import * as m0018 from "./migrations/0018_sources_and_token_sessions.ts";
+import * as m0021 from "./migrations/0021_console_workbench.ts";
 
 export interface MigrationContext {
   dialect: "sqlite" | "postgres";
@@ -48,6 +49,7 @@ const migrations: Record<string, MigrationModule> = {
   "0016_documents_hash_ids": m0016,
   "0017_lean_payments": m0017,
   "0018_sources_and_token_sessions": m0018,
+  "0021_console_workbench": m0021,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {

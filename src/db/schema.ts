@@ -130,6 +130,8 @@ export interface PluginVersionsTable {
   source: string;
   source_sha256: string;
   catalog_name: string | null;
+  /** Why it was saved (the console's deploy note); null when none was given (0021). */
+  note: string | null;
   created_at: number;
 }
 
@@ -156,6 +158,9 @@ export interface DeliveriesTable {
   duration_ms: number;
   response_status: number;
   response_body: string;
+  /** The provider's event id and type (0021; see payment.record.ts for where they come from). */
+  event_id: string | null;
+  event_type: string | null;
   created_at: number;
 }
 
@@ -234,6 +239,8 @@ export interface EventAttemptsTable {
   response_status: number | null;
   error: string | null;
   response_excerpt: string;
+  /** The answer's headers as a JSON object (0021; "{}" before it, and when no answer came). */
+  response_headers: string;
   duration_ms: number;
   created_at: number;
 }

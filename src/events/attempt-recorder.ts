@@ -42,7 +42,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
   async function record(task: AttemptedTask, result: SendResult): Promise<void> {
     const number = task.attempts + 1;
     const status = result.ok ? result.status : null;
-    if (status !== null && status >= 200 && status < 300) return recordSuccess({ task, status, excerpt: result.ok ? result.excerpt : "", durationMs: result.durationMs });
+    if (status !== null && status >= 200 && status < 300) return recordSuccess({ task, status, excerpt: result.ok ? result.excerpt : "", headers: result.ok ? result.headers : {}, durationMs: result.durationMs });
     const outcome: AttemptOutcome = status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
     return recordFailure(task, result, outcome);
   }
@@ -53,6 +53,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
     task: AttemptedTask;
     status: number;
     excerpt: string;
+    headers: Record<string, string>;
     durationMs: number;
   }
   let gathering: { items: Success[]; done: Promise<void> } | null = null;
@@ -101,6 +102,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
             response_status: i.status,
             error: null,
             response_excerpt: i.excerpt,
+            response_headers: JSON.stringify(i.headers),
             duration_ms: i.durationMs,
             created_at: t,
           })),
@@ -143,6 +145,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
           response_status: status,
           error: result.ok ? null : result.error,
           response_excerpt: result.ok ? result.excerpt : "",
+          response_headers: JSON.stringify(result.ok ? result.headers : {}),
           duration_ms: result.durationMs,
           created_at: t,
         })

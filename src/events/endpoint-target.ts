@@ -32,7 +32,7 @@ export function endpointUrlProblem(text: string, policy: AddressPolicy): string 
 }
 
 export type SendResult =
-  | { ok: true; status: number; excerpt: string; durationMs: number }
+  | { ok: true; status: number; excerpt: string; headers: Record<string, string>; durationMs: number }
   | { ok: false; error: string; durationMs: number };
 
 export interface EndpointSender {
@@ -76,7 +76,7 @@ export function createEndpointSender(allow: readonly string[], timeoutMs: number
         }
         // Text as stored: PostgreSQL text cannot hold NUL, and a receiver's answer may contain anything.
         const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8").replaceAll("\u0000", "");
-        return { ok: true, status: response.statusCode, excerpt, durationMs: elapsed() };
+        return { ok: true, status: response.statusCode, excerpt, headers: answerHeaders(response.headers), durationMs: elapsed() };
       } catch (err) {
         if (isPolicyRefusal(err)) return { ok: false, error: ENDPOINT_REFUSED, durationMs: elapsed() };
         if (signal.aborted) return { ok: false, error: `no answer within ${timeoutMs} ms`, durationMs: elapsed() };
@@ -85,6 +85,20 @@ export function createEndpointSender(allow: readonly string[], timeoutMs: number
     },
     close: () => agent.close(),
   };
+}
+
+/** The answer's headers as text (NUL-free, a few KiB at most): what the console shows of each attempt. */
+function answerHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  let size = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const text = (Array.isArray(value) ? value.join(", ") : value).replaceAll("\u0000", "").slice(0, 1024);
+    size += name.length + text.length;
+    if (size > 8192) break;
+    out[name] = text;
+  }
+  return out;
 }
 
 function describe(err: unknown): string {

@@ -82,6 +82,68 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
     );
 
     app.get(
+      "/stores/:storeId/endpoints/:endpointId/secret",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Reveal the endpoint's signing secret",
+          description: "For a merchant who lost it (as Svix's App Portal reveals it): the current secret, and during a rotation's 24 hours the previous one, which still signs.",
+          params: EndpointParams,
+          response: {
+            200: Type.Object({ id: Type.String(), secret: Type.String(), previousSecret: Nullable(Type.String()), previousSecretExpiresAt: Nullable(Type.String({ format: "date-time" })) }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      async (request) => services.events.revealSecret(request.params.storeId, request.params.endpointId),
+    );
+
+    app.post(
+      "/stores/:storeId/endpoints/:endpointId/test",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Send a test event to the endpoint now and see its answer",
+          description:
+            "An example event of `type` (id `evt_test_…`, example data), signed with the endpoint's secret like every event, sent at once, also to a disabled endpoint. The answer (status, headers, the first KiB of the body) comes back here; nothing is recorded and the store's feed does not show it.",
+          params: EndpointParams,
+          body: Type.Object({ type: Type.String({ minLength: 1, maxLength: 100, examples: ["invoice.completed"] }) }, { additionalProperties: false }),
+          response: {
+            200: Type.Object({
+              eventId: Type.String(),
+              type: Type.String(),
+              responseStatus: Nullable(Type.Integer()),
+              responseHeaders: Type.Record(Type.String(), Type.String()),
+              responseExcerpt: Type.String(),
+              error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, address refused)." })),
+              durationMs: Type.Number(),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
+        },
+      },
+      async (request) => services.events.sendTest(request.params.storeId, request.params.endpointId, request.body.type),
+    );
+
+    app.post(
+      "/stores/:storeId/endpoints/:endpointId/recover",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Send again every event whose delivery to the endpoint failed since a time",
+          description: `Events whose delivery to this endpoint failed (or was cancelled when it was disabled) at or after \`since\`, and that have not been delivered to it since, are queued again (the same webhook-id). At most ${500} a request: \`more\` says to call again.`,
+          params: EndpointParams,
+          body: Type.Object({ since: Type.String({ format: "date-time", examples: ["2026-11-20T00:00:00Z"] }) }, { additionalProperties: false }),
+          response: { 202: Type.Object({ recovered: Type.Integer(), more: Type.Boolean() }), ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await services.events.recover(request.params.storeId, request.params.endpointId, Date.parse(request.body.since))),
+    );
+
+    app.get(
       "/stores/:storeId/endpoints/:endpointId/attempts",
       {
         schema: {

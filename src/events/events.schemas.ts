@@ -90,6 +90,7 @@ export const AttemptSchema = Type.Object({
   responseStatus: Nullable(Type.Integer()),
   error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, address refused)." })),
   responseExcerpt: Type.String({ description: "The first KiB of the answer's body." }),
+  responseHeaders: Type.Record(Type.String(), Type.String(), { description: "The answer's headers (empty when no answer came, and for attempts made before they were kept)." }),
   durationMs: Type.Number(),
   createdAt: DateTime,
   nextAttemptAt: Nullable(Type.String({ format: "date-time", description: "When the delivery is tried again: on its latest attempt while it is still pending, else null." })),

@@ -7,7 +7,8 @@ import { newId } from "../lib/ids.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
-import { endpointUrlProblem } from "./endpoint-target.ts";
+import { endpointUrlProblem, type EndpointSender } from "./endpoint-target.ts";
+import { type EndpointSecretView, recoverFailed, revealSecret, sendTestEvent, type TestSendView } from "./endpoint-tools.ts";
 import type { AttemptWithDelivery, EndpointRow, EndpointsRepository } from "./endpoints.repository.ts";
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
@@ -41,6 +42,7 @@ export interface AttemptView {
   responseStatus: number | null;
   error: string | null;
   responseExcerpt: string;
+  responseHeaders: Record<string, string>;
   durationMs: number;
   createdAt: string;
   /** When the delivery this attempt belongs to is tried again: set on its latest attempt while it is still pending. */
@@ -76,6 +78,12 @@ export interface EventsService {
   /** The store's events newest first (admin API, console), narrowed by type and invoice. */
   listEvents(storeId: string, options: { limit: number; cursor?: string; types?: string; invoiceId?: string }): Promise<{ events: EventBody[]; nextCursor: string | null }>;
   pruneEvents(): Promise<number>;
+  /** The endpoint's signing secret(s), for a merchant who lost it. */
+  revealSecret(storeId: string, id: string): Promise<EndpointSecretView>;
+  /** Sends an example event of `type` now and answers with what the receiver said; records nothing. */
+  sendTest(storeId: string, id: string, type: string): Promise<TestSendView>;
+  /** Queues again the events whose delivery to the endpoint failed since `since` (epoch ms). */
+  recover(storeId: string, id: string, since: number): Promise<{ recovered: number; more: boolean }>;
 }
 
 export interface EventsServiceDeps {
@@ -88,6 +96,8 @@ export interface EventsServiceDeps {
   sequencer: Sequencer;
   retentionDays: number;
   now: () => number;
+  /** Sends the console's test events (the dispatcher's own sender). */
+  sender?: EndpointSender;
 }
 
 export function openEndpointSecrets(box: SecretBox, sealed: string): EndpointSecrets {
@@ -119,6 +129,7 @@ const toAttemptView = (r: AttemptWithDelivery): AttemptView => ({
   responseStatus: r.response_status,
   error: r.error,
   responseExcerpt: r.response_excerpt,
+  responseHeaders: JSON.parse(r.response_headers) as Record<string, string>,
   durationMs: r.duration_ms,
   createdAt: isoTime(r.created_at),
   nextAttemptAt: r.delivery_status === "pending" && r.delivery_attempts === r.attempt && r.next_attempt_at !== null ? isoTime(r.next_attempt_at) : null,
@@ -312,6 +323,21 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
       const page = rows.slice(0, options.limit);
       const nextCursor = rows.length > options.limit ? encodeListCursor(page[page.length - 1]!.seq!) : null;
       return { events: page.map((r) => renderEvent(r, CURRENT_API_VERSION)), nextCursor };
+    },
+
+    async revealSecret(storeId, id) {
+      return revealSecret(box, await requireEndpoint(storeId, id), now());
+    },
+
+    async sendTest(storeId, id, type) {
+      const row = await requireEndpoint(storeId, id);
+      if (!isEventType(type)) throw new AppError("invalid_request", `unknown event type ${type}; known: ${EVENT_TYPES.join(", ")}`, { param: "type" });
+      if (deps.sender === undefined) throw new Error("events service built without a sender");
+      return sendTestEvent(deps.sender, box, row, type, now());
+    },
+
+    async recover(storeId, id, since) {
+      return recoverFailed(db, await requireEndpoint(storeId, id), since, now());
     },
 
     async pruneEvents() {

@@ -9,6 +9,8 @@ export interface DeliveryFilterInput {
   pluginName?: string | undefined;
   outcome?: string | undefined;
   invoiceId?: string | undefined;
+  eventId?: string | undefined;
+  eventType?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
 }
@@ -27,6 +29,8 @@ export function parseDeliveryFilters(input: DeliveryFilterInput, now: number): D
   const filters: DeliveryFilters = {};
   if (input.pluginName !== undefined && input.pluginName !== "") filters.pluginName = input.pluginName;
   if (input.invoiceId !== undefined && input.invoiceId !== "") filters.invoiceId = input.invoiceId;
+  if (input.eventId !== undefined && input.eventId !== "") filters.eventId = input.eventId;
+  if (input.eventType !== undefined && input.eventType !== "") filters.eventType = input.eventType;
   if (input.outcome !== undefined && input.outcome !== "") {
     const outcomes = input.outcome.split(",").map((o) => o.trim());
     for (const o of outcomes) {

@@ -31,6 +31,9 @@ export interface DeliveryFilters {
   /** One or several outcomes. */
   outcomes?: DeliveryOutcome[];
   invoiceId?: string;
+  /** The provider's event id / type (payment.record.ts says where they come from). */
+  eventId?: string;
+  eventType?: string;
   /** Inclusive bounds on the time the delivery arrived, epoch milliseconds. */
   since?: number;
   until?: number;
@@ -59,6 +62,8 @@ export interface DeliveryRecord {
   durationMs: number;
   responseStatus: number;
   responseBody: unknown;
+  eventId: string | null;
+  eventType: string | null;
   createdAt: number;
 }
 
@@ -72,6 +77,10 @@ export interface DeliverySummary {
   transition: string | null;
   responseStatus: number;
   durationMs: number;
+  eventId: string | null;
+  eventType: string | null;
+  /** Log lines of type warning or error: an underpayment or an unknown invoice the plugin ignored shows here. */
+  warnings: number;
   createdAt: string;
 }
 
@@ -91,6 +100,8 @@ export interface DeliveriesRepository {
   list(storeId: string, options: DeliveryFilters & { limit: number; after: Cursor | null }): Promise<{ deliveries: DeliverySummary[]; next: Cursor | null }>;
   /** Oldest first, after a position (created_at, id), for following the log as it grows (`deliveries tail`). */
   listForward(storeId: string, options: DeliveryFilters & { after: Cursor; limit: number }): Promise<DeliverySummary[]>;
+  /** How many deliveries match, counting at most `cap` (a huge log is not read through to count it). */
+  count(storeId: string, filters: DeliveryFilters, cap: number): Promise<number>;
   get(storeId: string, id: string): Promise<DeliveryView | null>;
   /** The stored request of a delivery, for replay. */
   getRequest(
@@ -104,7 +115,7 @@ export interface DeliveriesRepository {
   pruneStoresOverBytes(maxBytes: number): Promise<number>;
 }
 
-const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "plugin_version" | "replay_of" | "outcome" | "invoice_id" | "transition" | "response_status" | "duration_ms" | "created_at">): DeliverySummary => ({
+const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "plugin_version" | "replay_of" | "outcome" | "invoice_id" | "transition" | "response_status" | "duration_ms" | "event_id" | "event_type" | "logs" | "created_at">): DeliverySummary => ({
   id: r.id,
   pluginName: r.plugin_name,
   pluginVersion: r.plugin_version,
@@ -114,8 +125,16 @@ const summary = (r: Pick<Selectable<DeliveriesTable>, "id" | "plugin_name" | "pl
   transition: r.transition,
   responseStatus: r.response_status,
   durationMs: r.duration_ms,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  warnings: countWarnings(r.logs),
   createdAt: isoTime(r.created_at),
 });
+
+function countWarnings(logs: string): number {
+  if (!logs.includes('"warning"') && !logs.includes('"error"')) return 0;
+  return (JSON.parse(logs) as LogLine[]).filter((l) => l.type === "warning" || l.type === "error").length;
+}
 
 const isUtf8 = (buf: Buffer) => {
   try {
@@ -130,11 +149,13 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
   function filtered(storeId: string, f: DeliveryFilters) {
     let q = db
       .selectFrom("deliveries")
-      .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "created_at"])
+      .select(["id", "plugin_name", "plugin_version", "replay_of", "outcome", "invoice_id", "transition", "response_status", "duration_ms", "event_id", "event_type", "logs", "created_at"])
       .where("store_id", "=", storeId);
     if (f.pluginName !== undefined) q = q.where("plugin_name", "=", f.pluginName);
     if (f.outcomes !== undefined && f.outcomes.length > 0) q = q.where("outcome", "in", f.outcomes);
     if (f.invoiceId !== undefined) q = q.where("invoice_id", "=", f.invoiceId);
+    if (f.eventId !== undefined) q = q.where("event_id", "=", f.eventId);
+    if (f.eventType !== undefined) q = q.where("event_type", "=", f.eventType);
     if (f.since !== undefined) q = q.where("created_at", ">=", f.since);
     if (f.until !== undefined) q = q.where("created_at", "<=", f.until);
     return q;
@@ -164,6 +185,8 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
         duration_ms: Math.round(d.durationMs * 1000) / 1000,
         response_status: d.responseStatus,
         response_body: JSON.stringify(d.responseBody),
+        event_id: d.eventId,
+        event_type: d.eventType,
         created_at: d.createdAt,
       })
       .execute();
@@ -178,6 +201,14 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
       const rows = await q.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit + 1).execute();
       const { page, next } = takePage(rows, limit);
       return { deliveries: page.map(summary), next };
+    },
+
+    async count(storeId, filters, cap) {
+      const row = await db
+        .selectFrom(filtered(storeId, filters).clearSelect().select("id").limit(cap).as("matching"))
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
     },
 
     async listForward(storeId, { after, limit, ...filters }) {

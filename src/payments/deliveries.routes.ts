@@ -21,8 +21,14 @@ export const DeliverySummarySchema = Type.Object({
   transition: Nullable(Type.String({ examples: ["pending->completed"] })),
   responseStatus: Type.Integer({ examples: [200] }),
   durationMs: Type.Number({ examples: [3.127] }),
+  eventId: Nullable(Type.String({ description: "The provider's event id: the plugin's eventId, else the JSON body's `id` (or `event.id`).", examples: ["evt_1QbCatalogCheckout0001"] })),
+  eventType: Nullable(Type.String({ description: "The provider's event type: the JSON body's `type`, else `event_type`, else `event.type`.", examples: ["checkout.session.completed"] })),
+  warnings: Type.Integer({ description: "The plugin's log lines of type warning or error (an underpayment, an unknown invoice): worth a look even when the outcome is ignored." }),
   createdAt: Type.String({ format: "date-time" }),
 });
+
+/** A total is counted up to this many deliveries; past it the page says "more than". */
+export const TOTAL_CAP = 10_000;
 
 const DeliveryViewSchema = Type.Object({
   ...DeliverySummarySchema.properties,
@@ -52,6 +58,9 @@ export const DeliveryListQuerySchema = Type.Object(
     pluginName: Type.Optional(Type.String({ description: "Only this plugin's deliveries.", examples: ["stripe"] })),
     outcome: Type.Optional(Type.String({ description: `One outcome or several, comma-separated: ${DELIVERY_OUTCOMES.join(", ")}.`, examples: ["plugin_error,plugin_timeout"] })),
     invoiceId: Type.Optional(Type.String({ description: "Only deliveries about this invoice." })),
+    eventId: Type.Optional(Type.String({ description: "Only deliveries of this provider event id.", examples: ["evt_1QbCatalogCheckout0001"] })),
+    eventType: Type.Optional(Type.String({ description: "Only deliveries of this provider event type.", examples: ["charge.dispute.created"] })),
+    total: Type.Optional(Type.Boolean({ description: `Also count the deliveries that match (pagination.total, at most ${TOTAL_CAP}; pagination.totalCapped says when there are more).` })),
     since: Type.Optional(Type.String({ description: `Arrived at or after. ${TIME_BOUND}`, examples: ["1h", "2024-06-01T00:00:00Z"] })),
     until: Type.Optional(Type.String({ description: `Arrived at or before. ${TIME_BOUND}`, examples: ["2024-06-30"] })),
   },
@@ -70,17 +79,30 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
           description: "Every filter given must hold. Each is served by an index, whatever the size of the log.",
           params: Type.Object({ storeId: Type.String() }),
           querystring: DeliveryListQuerySchema,
-          response: { 200: Type.Object({ data: Type.Array(DeliverySummarySchema), pagination: PaginationSchema }), ...errorResponses(400, 401, 404) },
+          response: {
+            200: Type.Object({
+              data: Type.Array(DeliverySummarySchema),
+              pagination: Type.Object({
+                ...PaginationSchema.properties,
+                total: Type.Optional(Type.Integer({ description: "With total=true: how many deliveries match the filters (all pages)." })),
+                totalCapped: Type.Optional(Type.Boolean({ description: `With total=true: more than ${TOTAL_CAP} match; total says ${TOTAL_CAP}.` })),
+              }),
+            }),
+            ...errorResponses(400, 401, 404),
+          },
         },
       },
       async (request) => {
-        const { limit = 50, cursor, ...filterInput } = request.query;
+        const { limit = 50, cursor, total: withTotal, ...filterInput } = request.query;
         const filters = parseDeliveryFilters(filterInput, services.now());
         await services.stores.requireStore(request.params.storeId);
         const after = cursor === undefined ? null : decodeCursor(cursor);
         if (cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
         const { deliveries, next } = await services.deliveries.list(request.params.storeId, { ...filters, limit, after });
-        return { data: deliveries, pagination: { limit, nextCursor: next === null ? null : encodeCursor(next) } };
+        const pagination = { limit, nextCursor: next === null ? null : encodeCursor(next) };
+        if (!withTotal) return { data: deliveries, pagination };
+        const total = await services.deliveries.count(request.params.storeId, filters, TOTAL_CAP + 1);
+        return { data: deliveries, pagination: { ...pagination, total: Math.min(total, TOTAL_CAP), totalCapped: total > TOTAL_CAP } };
       },
     );
 

@@ -23,6 +23,37 @@ export interface DeliveryContext {
   input: WebhookInput;
   receivedAt: number;
   startedAt: number;
+  /** The provider's event as its body names it (eventOfBody), read once the plugin has run. */
+  bodyEvent?: BodyEvent;
+}
+
+export interface BodyEvent {
+  id: string | null;
+  type: string | null;
+}
+
+/** Bodies larger than this are not parsed for their event: the money path stays lean on huge bodies. */
+const EVENT_BODY_MAX_BYTES = 256 * 1024;
+
+const text = (v: unknown) => (typeof v === "string" && v !== "" ? v.slice(0, 200) : null);
+
+/**
+ * The provider's event id and type as the JSON body names them, for the delivery log's columns: the top-level
+ * `type` (Stripe, Standard Webhooks), else `event_type` (PayPal), else `event.type` (Coinbase Commerce); the
+ * id likewise from `id` or `event.id`. The plugin's own eventId, when it returns one, wins over the body's.
+ */
+export function eventOfBody(body: Buffer): BodyEvent {
+  if (body.length === 0 || body.length > EVENT_BODY_MAX_BYTES || body[0] !== 0x7b) return { id: null, type: null };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return { id: null, type: null };
+  }
+  if (parsed === null || typeof parsed !== "object") return { id: null, type: null };
+  const o = parsed as Record<string, unknown>;
+  const inner = o.event !== null && typeof o.event === "object" ? (o.event as Record<string, unknown>) : {};
+  return { id: text(o.id) ?? text(inner.id), type: text(o.type) ?? text(o.event_type) ?? text(inner.type) };
 }
 
 export interface RecordOptions {
@@ -49,10 +80,17 @@ export function deliveryRecord(d: DeliveryContext, fields: RecordFields, options
     bodyBytes: input.body.length,
     createdAt: d.receivedAt,
     durationMs: performance.now() - d.startedAt,
+    eventId: resultEventId(fields.result) ?? d.bodyEvent?.id ?? null,
+    eventType: d.bodyEvent?.type ?? null,
     ...fields,
     result: scrubValue(fields.result, redact),
     responseBody: scrubValue(fields.responseBody, redact),
   };
+}
+
+function resultEventId(result: unknown): string | null {
+  const id = result !== null && typeof result === "object" ? (result as { eventId?: unknown }).eventId : undefined;
+  return typeof id === "string" && id !== "" ? id : null;
 }
 
 /** Outcomes that are a broken plugin run, so the merchant hears of them; rejections are not. */

@@ -19,8 +19,9 @@ import type { FetchRecord, LogLine, Sandbox } from "../sandbox/index.ts";
 import type { DeliveriesRepository, DeliveryOutcome } from "./deliveries.repository.ts";
 import { type Applied, applyPayment, attachRunLines, RetryPayment } from "./payment.apply.ts";
 import { type Decision, decide } from "./payment.decide.ts";
-import { DEFAULT_UNVERIFIED_BODY_BYTES, type DeliveryContext, deliveryRecord, NOTHING_RAN, type RecordFields, type RecordOptions, recordDelivery } from "./payment.record.ts";
+import { DEFAULT_UNVERIFIED_BODY_BYTES, type DeliveryContext, deliveryRecord, eventOfBody, NOTHING_RAN, type RecordFields, type RecordOptions, recordDelivery } from "./payment.record.ts";
 import { createRedactor, type Redact, type RunTraces, scrubTraces } from "./redaction.ts";
+import { simulationRequest } from "./simulation.request.ts";
 
 export interface WebhookInput {
   storeId: string;
@@ -54,6 +55,10 @@ export interface SimulationInput {
   receivedAt?: number;
   /** Unsaved source to run instead of the stored version (the console's test bench), with the plugin's secrets. */
   source?: string;
+  /** Run this recorded delivery's request (read here: any size) instead of body, headers and query. */
+  deliveryId?: string;
+  /** Sign the request as the plugin's catalogue provider does, with the store's own settings. */
+  sign?: boolean;
 }
 
 export interface SimulationResult {
@@ -64,6 +69,8 @@ export interface SimulationResult {
   logs: LogLine[];
   fetches: FetchRecord[];
   durationMs: number;
+  /** The request as run: its headers (signed when asked) and clock. */
+  request: { headers: Record<string, string>; receivedAt: string; signed: boolean };
 }
 
 export interface WebhookService {
@@ -243,6 +250,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     const { plugin } = loaded;
     const redact = createRedactor(plugin.secrets);
     const outcome = await run(plugin, input, input.receivedAt);
+    // Read before any transaction opens: the payment's transaction holds only the payment.
+    d.bodyEvent = eventOfBody(input.body);
     const traces = scrubTraces(outcome, redact);
     const decision = decide(outcome, traces.error, input.body);
     switch (decision.kind) {
@@ -271,7 +280,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     async simulate(storeId, pluginName, input) {
       const stored = await plugins.loadForRun(storeId, pluginName, input.version);
       const plugin = input.source === undefined ? stored : { ...stored, source: input.source };
-      const outcome = await run(plugin, { method: input.method ?? "POST", headers: lowerCaseKeys(input.headers ?? {}), query: input.query ?? {}, body: input.body }, input.receivedAt);
+      const request = await simulationRequest({ deliveries, plugins, now }, plugin, input);
+      const outcome = await run(plugin, request, request.clockMs);
       const traces = scrubTraces(outcome, createRedactor(plugin.secrets));
       return {
         plugin: { name: plugin.name, version: plugin.version, enabled: plugin.enabled, unsaved: input.source !== undefined },
@@ -280,6 +290,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         logs: traces.logs,
         fetches: traces.fetches,
         durationMs: outcome.durationMs,
+        request: { headers: request.headers, receivedAt: new Date(request.clockMs ?? now()).toISOString(), signed: request.signed },
       };
     },
 

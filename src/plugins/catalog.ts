@@ -1,4 +1,7 @@
-// The catalogue of reference plugins shipped in plugins-catalog/: `<name>.lua`, installable by name.
+// The catalogue of reference plugins shipped in plugins-catalog/: `<name>.lua`, installable by name, with
+// `<name>.json` beside it declaring the plugin's settings (the `secrets` it reads: name, required,
+// description, default) and how its provider signs a delivery (so the console's bench can sign a body
+// with a store's own secret).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,10 +11,28 @@ export const CATALOG_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.u
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
+export interface DeclaredSetting {
+  name: string;
+  required: boolean;
+  description: string;
+  /** What the plugin uses when the setting is absent (optional settings only). */
+  default?: string;
+}
+
+export type SigningScheme = "generic-hmac" | "stripe" | "standard-webhooks" | "coinbase-commerce" | "nowpayments";
+
+export interface CatalogManifest {
+  secrets: DeclaredSetting[];
+  /** How the provider signs a delivery; null when it cannot be signed here (PayPal verifies through its API). */
+  signing: { scheme: SigningScheme } | null;
+}
+
 export interface CatalogEntry {
   name: string;
   /** The first comment line of the script. */
   summary: string;
+  secrets: DeclaredSetting[];
+  signable: boolean;
 }
 
 export function listCatalog(dir = CATALOG_DIR): CatalogEntry[] {
@@ -21,7 +42,9 @@ export function listCatalog(dir = CATALOG_DIR): CatalogEntry[] {
     .map((f) => {
       const source = readFileSync(path.join(dir, f), "utf8");
       const first = /^--+\s*(.*)$/m.exec(source);
-      return { name: f.slice(0, -4), summary: first?.[1]?.trim() ?? "" };
+      const name = f.slice(0, -4);
+      const manifest = readCatalogManifest(name, dir);
+      return { name, summary: first?.[1]?.trim() ?? "", secrets: manifest.secrets, signable: manifest.signing !== null };
     });
 }
 
@@ -33,6 +56,24 @@ export function readCatalogPlugin(name: string, dir = CATALOG_DIR): string | nul
   } catch {
     return null;
   }
+}
+
+/** A catalogue plugin's declared settings and signing scheme; none declared when it has no `<name>.json`. */
+export function readCatalogManifest(name: string, dir = CATALOG_DIR): CatalogManifest {
+  if (!NAME.test(name)) return { secrets: [], signing: null };
+  let text: string;
+  try {
+    text = readFileSync(path.join(dir, `${name}.json`), "utf8");
+  } catch {
+    return { secrets: [], signing: null };
+  }
+  const raw = JSON.parse(text) as Partial<CatalogManifest>;
+  return { secrets: raw.secrets ?? [], signing: raw.signing ?? null };
+}
+
+/** The required settings that `secrets` lacks (absent or blank), in declaration order. */
+export function missingRequiredSettings(manifest: CatalogManifest, secrets: Record<string, string>): string[] {
+  return manifest.secrets.filter((s) => s.required && (secrets[s.name] ?? "").trim() === "").map((s) => s.name);
 }
 
 export interface CatalogFixture {

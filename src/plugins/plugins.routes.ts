@@ -20,8 +20,17 @@ const PluginInfo = Type.Object({
   secretNames: Type.Array(Type.String(), { description: "Names only: secret values are never shown." }),
   allowedSources: Nullable(Type.Array(Type.String(), { description: "The provider's source ranges deliveries must come from; null: from anywhere." })),
   catalog: Nullable(Type.String()),
+  catalogBase: Nullable(Type.String({ description: "The catalogue plugin it was installed from, also after its source was edited: that plugin's declared settings apply." })),
   createdAt: Type.String(),
   updatedAt: Type.String(),
+});
+const DeclaredSetting = Type.Object({ name: Type.String(), required: Type.Boolean(), description: Type.String(), default: Type.Optional(Type.String()) });
+const SecretsBody = Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), Type.String({ maxLength: 8192 }));
+const Installed = Type.Object({
+  name: Type.String(),
+  version: Type.Integer(),
+  enabled: Type.Boolean(),
+  reused: Type.Boolean({ description: "The source was an earlier version's, which is current again: no new version was made." }),
 });
 const LogLine = Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() });
 const FetchRecord = Type.Object(
@@ -58,7 +67,15 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
 
     app.get(
       "/catalog",
-      { schema: { tags, security, summary: "Reference plugins that install by name", response: { 200: Type.Object({ data: Type.Array(Type.Object({ name: Type.String(), summary: Type.String() })) }) } } },
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Reference plugins that install by name",
+          description: "Each with the settings it reads (`secrets`: the required ones must be given at install), and whether the console's bench can sign a request for it with a store's own secret.",
+          response: { 200: Type.Object({ data: Type.Array(Type.Object({ name: Type.String(), summary: Type.String(), secrets: Type.Array(DeclaredSetting), signable: Type.Boolean() })) }) },
+        },
+      },
       async () => ({ data: listCatalog() }),
     );
 
@@ -133,7 +150,8 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           tags,
           security,
           summary: "Install or update a plugin (new source is a new version)",
-          description: "Give `source` (Lua) or `catalog` (a reference plugin's name). `secrets` are merged into the stored ones; a null value deletes one. Source that does not compile is refused with 422 and its line.",
+          description:
+            "Give `source` (Lua) or `catalog` (a reference plugin's name). `secrets` are merged into the stored ones; a null value deletes one; a catalogue plugin's required settings must be there (400 naming the missing ones). Source that does not compile is refused with 422 and its line. With `baseVersion` (the version the source was edited from) a save is refused with 409 `version_conflict` when another version is current meanwhile (`currentVersion` in the error).",
           params: PluginParams,
           body: Type.Object(
             {
@@ -142,16 +160,38 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
               secrets: Type.Optional(SecretsInput),
               enabled: Type.Optional(Type.Boolean()),
               allowedSources: Type.Optional(AllowedSourcesInput),
+              baseVersion: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_VERSION, description: "The version this source was edited from; another version current now is a 409 version_conflict." })),
+              note: Type.Optional(Type.String({ maxLength: 500, description: "Why this version was saved, kept with it." })),
             },
             { additionalProperties: false },
           ),
-          response: { 200: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }), 201: Type.Object({ name: Type.String(), version: Type.Integer(), enabled: Type.Boolean() }), ...errorResponses(400, 401, 404, 422) },
+          response: { 200: Installed, 201: Installed, ...errorResponses(400, 401, 404, 409, 422) },
         },
       },
       async (request, reply) => {
         const { created, ...info } = await services.plugins.install(request.params.storeId, request.params.name, request.body);
         return reply.code(created ? 201 : 200).send(info);
       },
+    );
+
+    app.put(
+      "/stores/:storeId/plugins/:name/secrets",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Replace a plugin's settings (secrets); its code and version are untouched",
+          description:
+            "The settings become exactly `secrets` (encrypted at rest, never shown again), plus the stored ones named in `keep` (a form that cannot show stored values leaves them as they are). A catalogue plugin's required settings must be there: 400 naming the missing ones.",
+          params: PluginParams,
+          body: Type.Object(
+            { secrets: SecretsBody, keep: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 100, description: "Stored settings to keep as they are." })) },
+            { additionalProperties: false },
+          ),
+          response: { 200: PluginInfo, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request) => services.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
     );
 
     app.get(
@@ -176,7 +216,10 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           security,
           summary: "A plugin's versions, newest first",
           params: PluginParams,
-          response: { 200: Type.Object({ data: Type.Array(Type.Object({ version: Type.Integer(), sha256: Type.String(), catalog: Nullable(Type.String()), createdAt: Type.String(), current: Type.Boolean() })) }), ...errorResponses(401, 404) },
+          response: {
+            200: Type.Object({ data: Type.Array(Type.Object({ version: Type.Integer(), sha256: Type.String(), catalog: Nullable(Type.String()), note: Nullable(Type.String()), createdAt: Type.String(), current: Type.Boolean() })) }),
+            ...errorResponses(401, 404),
+          },
         },
       },
       async (request) => ({ data: await services.plugins.versions(request.params.storeId, request.params.name) }),
@@ -292,6 +335,15 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
                   description: "The script's clock (os.time, os.date): e.g. a recorded delivery's receipt time, so timestamped signatures verify. Default: now.",
                 }),
               ),
+              deliveryId: Type.Optional(
+                Type.String({
+                  minLength: 1,
+                  description: "Run a recorded delivery's request (body byte for byte, headers, query) on its receipt time, read on the server: any size the webhook took. Excludes body, bodyBase64, headers and query.",
+                }),
+              ),
+              sign: Type.Optional(
+                Type.Boolean({ description: "Sign the request as the plugin's catalogue provider would, with this store's own settings (its signing secret), at the run's clock. 400 when the plugin's provider cannot be signed here." }),
+              ),
             },
             { additionalProperties: false },
           ),
@@ -308,14 +360,21 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
               logs: Type.Array(LogLine),
               fetches: Type.Array(FetchRecord),
               durationMs: Type.Number(),
+              request: Type.Object(
+                { headers: Type.Record(Type.String(), Type.String()), receivedAt: Type.String({ format: "date-time" }), signed: Type.Boolean() },
+                { description: "The request as run: its headers (with the signature made when `sign` was given) and clock." },
+              ),
             }),
-            ...errorResponses(400, 401, 404),
+            ...errorResponses(400, 401, 404, 409),
           },
         },
       },
       async (request) => {
-        const { body, bodyBase64, headers, query, version, receivedAt, source } = request.body;
+        const { body, bodyBase64, headers, query, version, receivedAt, source, deliveryId, sign } = request.body;
         if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
+        if (deliveryId !== undefined && (body !== undefined || bodyBase64 !== undefined || headers !== undefined || query !== undefined)) {
+          throw new AppError("invalid_request", "deliveryId runs the recorded request: give no body, bodyBase64, headers or query with it", { param: "deliveryId" });
+        }
         const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
         return simulationView(
           await services.webhooks.simulate(request.params.storeId, request.params.name, {
@@ -325,6 +384,8 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
             ...(version ? { version } : {}),
             ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
             ...(source !== undefined ? { source } : {}),
+            ...(deliveryId !== undefined ? { deliveryId } : {}),
+            ...(sign ? { sign } : {}),
           }),
         );
       },

@@ -2,16 +2,15 @@
 // readable), secrets are sealed with the SecretBox and never shown (only their names), and a plugin can
 // be enabled or disabled. Uploads that do not compile are refused with the line number. An installation can
 // be removed (its deliveries stay), rolled back to an earlier version, and two versions compared.
-import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import { isUniqueViolation } from "../db/db-errors.ts";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { diffLines, unifiedDiff } from "../lib/line-diff.ts";
-import { newId } from "../lib/ids.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
 import { sourceRangesProblem } from "./source-ranges.ts";
+import { type InstallInput, type InstallResult, installOnce, requireDeclaredSettings } from "./plugins.install.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { KeyCache } from "../stores/key-cache.ts";
 
@@ -21,6 +20,8 @@ export const MAX_SOURCE_BYTES = 256 * 1024;
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const MAX_SECRET_BYTES = 8192;
 
+export type { InstallInput, InstallResult } from "./plugins.install.ts";
+
 export interface PluginInfo {
   name: string;
   version: number;
@@ -29,6 +30,8 @@ export interface PluginInfo {
   /** The provider's source ranges (CIDRs) deliveries must come from; null: from anywhere. */
   allowedSources: string[] | null;
   catalog: string | null;
+  /** The catalogue plugin it was installed from, also after its source was edited: its declared settings apply. */
+  catalogBase: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -37,6 +40,7 @@ export interface PluginVersionInfo {
   version: number;
   sha256: string;
   catalog: string | null;
+  note: string | null;
   createdAt: string;
   current: boolean;
 }
@@ -50,16 +54,6 @@ export interface RunnablePlugin {
   secrets: Record<string, string>;
   /** The provider's source ranges deliveries must come from; null: from anywhere. */
   allowedSources: string[] | null;
-}
-
-export interface InstallInput {
-  source?: string;
-  catalog?: string;
-  /** Merged into the stored secrets; a null value deletes that secret. */
-  secrets?: Record<string, string | null>;
-  enabled?: boolean;
-  /** The provider's source ranges (CIDRs); null removes the restriction; undefined leaves it as it is. */
-  allowedSources?: string[] | null;
 }
 
 /** What the webhook needs to know before any work: whether there is an enabled plugin to run, and from where. */
@@ -81,7 +75,9 @@ export interface PluginDiff {
 }
 
 export interface PluginsService {
-  install(storeId: string, name: string, input: InstallInput): Promise<{ name: string; version: number; enabled: boolean; created: boolean }>;
+  install(storeId: string, name: string, input: InstallInput): Promise<InstallResult>;
+  /** Replaces the plugin's settings whole (but for the stored ones named in `keep`); its code and version are untouched. */
+  replaceSecrets(storeId: string, name: string, secrets: Record<string, string>, keep?: string[]): Promise<PluginInfo>;
   list(storeId: string): Promise<PluginInfo[]>;
   get(storeId: string, name: string): Promise<PluginInfo & { source: string }>;
   versions(storeId: string, name: string): Promise<PluginVersionInfo[]>;
@@ -109,7 +105,6 @@ export interface PluginCompiler {
 /** Stored source ranges: a JSON array of CIDRs, or null (from anywhere). */
 const parseSources = (stored: string | null): string[] | null => (stored === null ? null : (JSON.parse(stored) as string[]));
 
-const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
@@ -137,6 +132,17 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       .selectFrom("plugin_installations as p")
       .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
       .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.allowed_sources", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
+      // The catalogue plugin it came from: the newest version installed from the catalogue.
+      .select((eb) =>
+        eb
+          .selectFrom("plugin_versions as b")
+          .select("b.catalog_name")
+          .whereRef("b.installation_id", "=", "p.id")
+          .where("b.catalog_name", "is not", null)
+          .orderBy("b.version", "desc")
+          .limit(1)
+          .as("catalog_base"),
+      )
       .where("p.store_id", "=", storeId);
   }
 
@@ -149,82 +155,6 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     return row;
   }
 
-  /** One attempt at an install: reads the installation and writes the change in one transaction. */
-  function installOnce(storeId: string, name: string, input: InstallInput, initialSource: string | undefined, t: number) {
-    let source = initialSource;
-    return db.transaction().execute(async (tx) => {
-      // An UPDATE, not a SELECT: on PostgreSQL it locks the installation row, so concurrent uploads of one
-      // plugin take turns and each reads the secrets and versions the other committed.
-      const existing = await tx
-        .updateTable("plugin_installations")
-        .set({ updated_at: t })
-        .where("store_id", "=", storeId)
-        .where("name", "=", name)
-        .returning(["id", "secrets", "secret_names", "current_version"])
-        .executeTakeFirst();
-      if (!existing && source === undefined) {
-        throw new AppError("invalid_request", "a new plugin needs source or catalog", { param: "source" });
-      }
-      let secrets: Record<string, string> = {};
-      if (existing) {
-        const opened = box.open(existing.secrets);
-        if (opened === null) {
-          // Sealed under another key: they can only be replaced whole, never merged.
-          const given = new Set(Object.entries(input.secrets ?? {}).filter(([, v]) => v !== null).map(([k]) => k));
-          const missing = (existing.secret_names === "" ? [] : existing.secret_names.split(" ")).filter((k) => !given.has(k));
-          if (missing.length > 0) {
-            throw new AppError("conflict", `The stored secrets cannot be opened with this SECRETS_KEY; send every secret again (missing: ${missing.join(", ")}), or run storefront secrets rekey`, {
-              param: "secrets",
-            });
-          }
-        } else {
-          secrets = opened;
-        }
-      }
-      for (const [k, v] of Object.entries(input.secrets ?? {})) {
-        if (v === null) delete secrets[k];
-        else secrets[k] = v;
-      }
-      const sealed = box.seal(secrets);
-      const secretNames = Object.keys(secrets).sort().join(" ");
-      let id: string;
-      let version: number;
-      if (!existing) {
-        id = newId("plg");
-        version = 1;
-        await tx
-          .insertInto("plugin_installations")
-          .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, allowed_sources: storedSources(input.allowedSources), created_at: t, updated_at: t })
-          .execute();
-      } else {
-        id = existing.id;
-        const target = source === undefined ? null : await versionFor(tx, id, source);
-        await tx
-          .updateTable("plugin_installations")
-          .set({
-            ...(target === null ? {} : { current_version: target.version }),
-            secrets: sealed,
-            secret_names: secretNames,
-            updated_at: t,
-            ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
-            ...(input.allowedSources === undefined ? {} : { allowed_sources: storedSources(input.allowedSources) }),
-          })
-          .where("id", "=", id)
-          .execute();
-        version = target?.version ?? existing.current_version;
-        if (!target?.isNew) source = undefined;
-      }
-      if (source !== undefined) {
-        await tx
-          .insertInto("plugin_versions")
-          .values({ installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, created_at: t })
-          .execute();
-      }
-      const enabled = await tx.selectFrom("plugin_installations").select("enabled").where("id", "=", id).executeTakeFirstOrThrow();
-      return { name, version, enabled: enabled.enabled !== 0, created: !existing };
-    });
-  }
-
   const toInfo = (r: Awaited<ReturnType<typeof requireInstallation>>): PluginInfo => ({
     name: r.name,
     version: r.current_version,
@@ -232,6 +162,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     secretNames: r.secret_names === "" ? [] : r.secret_names.split(" "),
     allowedSources: parseSources(r.allowed_sources),
     catalog: r.catalog_name,
+    catalogBase: r.catalog_base,
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
   });
@@ -274,7 +205,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       // constraint; run it again, and it becomes an update of the installation the winner created.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await changed(installOnce(storeId, name, input, source, t));
+          return await changed(installOnce(db, box, { storeId, name, t }, input, source));
         } catch (err) {
           if (attempt >= 3 || !isUniqueViolation(err)) throw err;
         }
@@ -296,8 +227,8 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
     async versions(storeId, name) {
       const inst = await requireInstallation(storeId, name);
-      const rows = await db.selectFrom("plugin_versions").select(["version", "source_sha256", "catalog_name", "created_at"]).where("installation_id", "=", inst.id).orderBy("version", "desc").execute();
-      return rows.map((r) => ({ version: r.version, sha256: r.source_sha256, catalog: r.catalog_name, createdAt: iso(r.created_at), current: r.version === inst.current_version }));
+      const rows = await db.selectFrom("plugin_versions").select(["version", "source_sha256", "catalog_name", "note", "created_at"]).where("installation_id", "=", inst.id).orderBy("version", "desc").execute();
+      return rows.map((r) => ({ version: r.version, sha256: r.source_sha256, catalog: r.catalog_name, note: r.note, createdAt: iso(r.created_at), current: r.version === inst.current_version }));
     },
 
     async versionSource(storeId, name, version) {
@@ -305,6 +236,20 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       const row = await db.selectFrom("plugin_versions").select("source").where("installation_id", "=", inst.id).where("version", "=", version).executeTakeFirst();
       if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
       return row.source;
+    },
+
+    async replaceSecrets(storeId, name, given, keep = []) {
+      const inst = await requireInstallation(storeId, name);
+      let secrets = given;
+      if (keep.length > 0) {
+        const stored = box.open(inst.secrets);
+        if (stored === null) throw new AppError("conflict", "The stored settings cannot be opened with this SECRETS_KEY, so none can be kept: send every one", { param: "keep" });
+        secrets = { ...Object.fromEntries(keep.filter((k) => k in stored).map((k) => [k, stored[k]!])), ...given };
+      }
+      requireDeclaredSettings(inst.catalog_base, secrets);
+      const secretNames = Object.keys(secrets).sort().join(" ");
+      await changed(db.updateTable("plugin_installations").set({ secrets: box.seal(secrets), secret_names: secretNames, updated_at: now() }).where("id", "=", inst.id).execute());
+      return toInfo(await requireInstallation(storeId, name));
     },
 
     async setEnabled(storeId, name, enabled) {
@@ -403,25 +348,6 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     return { runnable: row?.enabled === 1, allowedSources: parseSources(row?.allowed_sources ?? null) };
   }
 
-  /**
-   * The version an upload of `source` makes current: an existing version with the same source (an
-   * identical re-upload, or a rollback by upload, makes no new version), else the next number after the
-   * highest (after a rollback, the current version is not the highest).
-   */
-  async function versionFor(tx: Kysely<Database>, installationId: string, source: string): Promise<{ version: number; isNew: boolean }> {
-    const same = await tx
-      .selectFrom("plugin_versions")
-      .select(["version", "source"])
-      .where("installation_id", "=", installationId)
-      .where("source_sha256", "=", sha256(source))
-      .orderBy("version", "desc")
-      .execute();
-    const match = same.find((r) => r.source === source);
-    if (match) return { version: match.version, isNew: false };
-    const top = await tx.selectFrom("plugin_versions").select((eb) => eb.fn.max("version").as("max")).where("installation_id", "=", installationId).executeTakeFirst();
-    return { version: Number(top?.max ?? 0) + 1, isNew: true };
-  }
-
   async function versionRow(installationId: string, name: string, version: number) {
     const row = await db.selectFrom("plugin_versions").select(["version", "source", "source_sha256"]).where("installation_id", "=", installationId).where("version", "=", version).executeTakeFirst();
     if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
@@ -431,4 +357,3 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
   return service;
 }
 
-const storedSources = (sources: string[] | null | undefined): string | null => (sources === undefined || sources === null ? null : JSON.stringify(sources.map((r) => r.trim())));

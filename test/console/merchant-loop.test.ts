@@ -34,6 +34,12 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
   });
   after(() => rig?.close());
 
+  /** Save is a deploy step: review the diff against the live version, then confirm. */
+  const deploy = async () => {
+    await rig.page.locator('[data-testid="save"]').click();
+    await rig.page.locator('[data-testid="deploy-confirm"]').click();
+  };
+
   /** Replaces the editor's whole text as typing would (no auto-closed brackets). */
   const setSource = async (text: string) => {
     await rig.page.locator(".cm-content").click();
@@ -49,7 +55,7 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
     await page.locator('[data-testid="install-form"] select[name="catalog"] option[value="generic-hmac"]').waitFor({ state: "attached" });
     await page.locator('[data-testid="install-form"] select[name="catalog"]').selectOption("generic-hmac");
     await page.locator('[data-testid="install-form"] input[name="name"]').fill("pay");
-    await page.locator('[data-testid="install-form"] textarea[name="secrets"]').fill(`signingSecret=${SECRET}`);
+    await page.locator('[data-testid="install-form"] input[name="signingSecret"]').fill(SECRET);
     await page.locator('[data-testid="install-form"] button[type="submit"]').click();
     await page.waitForSelector('tr[data-plugin="pay"]');
     await screenshot(page, "plugins");
@@ -75,13 +81,13 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
     assert.match((await marked.textContent()) ?? "", /local expected = = hmacShaSign\(/);
     assert.equal(await page.locator(".cm-gutter-lint .cm-lint-marker-error").count(), 1);
     await screenshot(page, "editor-compile-error");
-    await page.locator('[data-testid="save"]').click();
+    await deploy();
     await page.waitForSelector(`[data-testid="editor-status"]:has-text("line ${BROKEN_LINE}")`);
 
     // A bug that compiles: saved as version 2, and a real signed delivery fails on it.
     await setSource(RUNTIME_ERROR);
     await page.waitForSelector('[data-testid="compile-status"]:has-text("compiles")');
-    await page.locator('[data-testid="save"]').click();
+    await deploy();
     await page.waitForSelector('[data-testid="editor-status"]:has-text("Saved as version 2")');
 
     const customer = await h.customer(store.id);
@@ -127,7 +133,7 @@ describe("the merchant's loop in the browser", { skip: browserSkip }, () => {
     assert.deepEqual(fixture.expect, { kind: "result", status: "pushInvoice", invoiceId: invoice.id, logs: [] });
 
     // Save version 3 and replay the failed delivery: the invoice is completed.
-    await page.locator('[data-testid="save"]').click();
+    await deploy();
     await page.waitForSelector('[data-testid="editor-status"]:has-text("Saved as version 3")');
     await page.locator('[data-testid="bench-replay"]').click();
     await page.waitForSelector('[data-testid="replay-result"]:has-text("pending->completed")');

@@ -1,5 +1,7 @@
 // The console's one way to the server: api<T>(method, path, body?) sends JSON with the session's CSRF
-// token, and turns the error envelope into an ApiError. A 401 (the session ended) goes to sign-in.
+// token, and turns the error envelope into an ApiError. A 401 while signed in (the session ended) asks the
+// reauthenticate handler to sign in again in place (a dialog), then sends the request again: nothing typed
+// is lost. Without a handler, or when signing in again is abandoned, the 401 is thrown as usual.
 
 export class ApiError extends Error {
   readonly status: number;
@@ -23,38 +25,44 @@ export interface Session {
 }
 
 let current: Session | null = null;
-let onUnauthorized: () => void = () => location.assign(`/console/signin?next=${encodeURIComponent(location.pathname)}`);
+/** Signs in again; resolves true when a new session is open. */
+let reauthenticate: (() => Promise<boolean>) | null = null;
 
 export const session = () => current;
 export function setSession(s: Session | null): void {
   current = s;
 }
-/** What a 401 does (main.ts: go to the sign-in page inside the app). */
-export function setUnauthorizedHandler(fn: () => void): void {
-  onUnauthorized = fn;
+/** What a 401 does while signed in (main.ts: the sign-in dialog over the page). */
+export function setReauthenticate(fn: () => Promise<boolean>): void {
+  reauthenticate = fn;
 }
 
-export async function api<T>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<T> {
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+async function send(method: Method, path: string, body: unknown): Promise<{ response: Response; json: unknown }> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (method !== "GET" && current !== null) headers["x-csrf-token"] = current.csrfToken;
   const response = await fetch(path, { method, headers, credentials: "same-origin", ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (response.status === 204) return undefined as T;
+  if (response.status === 204) return { response, json: undefined };
   const text = await response.text();
-  let json: unknown;
   try {
-    json = text === "" ? null : JSON.parse(text);
+    return { response, json: text === "" ? null : JSON.parse(text) };
   } catch {
-    json = null;
+    return { response, json: null };
+  }
+}
+
+export async function api<T>(method: Method, path: string, body?: unknown): Promise<T> {
+  let { response, json } = await send(method, path, body);
+  const isSessionCall = path.startsWith("/console/api/session");
+  if (response.status === 401 && !isSessionCall && current !== null && reauthenticate !== null) {
+    current = null;
+    if (await reauthenticate()) ({ response, json } = await send(method, path, body));
   }
   if (!response.ok) {
     const err = (json as { error?: { code?: string; message?: string } & Record<string, unknown> } | null)?.error;
-    const failure = new ApiError(response.status, err?.code ?? "http_error", err?.message ?? `HTTP ${response.status}`, err ?? {});
-    if (response.status === 401 && !path.startsWith("/console/api/session")) {
-      current = null;
-      onUnauthorized();
-    }
-    throw failure;
+    throw new ApiError(response.status, err?.code ?? "http_error", err?.message ?? `HTTP ${response.status}`, err ?? {});
   }
   return json as T;
 }

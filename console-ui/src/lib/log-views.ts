@@ -9,7 +9,7 @@ export function table(headers: string[], rows: Child[][], className = "log"): HT
   return h(
     "table",
     { class: className },
-    h("thead", null, h("tr", null, headers.map((t) => h("th", null, t)))),
+    h("thead", null, h("tr", null, headers.map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", null, rows.map((cells) => h("tr", null, cells.map((c) => h("td", null, c))))),
   );
 }
@@ -47,8 +47,9 @@ export function pretty(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
+/** Scrollable, so focusable: a keyboard reader can scroll it too. */
 export function pre(text: string, className = "code"): HTMLPreElement {
-  return h("pre", { class: className }, text);
+  return h("pre", { class: className, tabindex: "0" }, text);
 }
 
 export function base64ToBytes(b64: string): Uint8Array {

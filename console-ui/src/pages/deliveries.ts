@@ -1,11 +1,13 @@
-// The delivery log of a store: filters (outcome, plugin, invoice, time) kept in the address, pages of 50
-// newest first, and a live view that adds new deliveries at the top as they arrive (Server-Sent Events
-// from /console/api/stores/:storeId/deliveries/stream, on the same filters).
-import { adminPath, ApiError } from "../lib/api.ts";
-import { fmtTime, h, replace } from "../lib/dom.ts";
+// The delivery log of a store: filters (outcome, plugin, provider event type and id, invoice, time) kept in
+// the address, a total count, jump to a time, pages of 50 newest first, outcomes that need attention marked,
+// and a live view that adds new deliveries at the top as they arrive (Server-Sent Events from
+// /console/api/stores/:storeId/deliveries/stream, on the same filters).
+import { adminPath, api, ApiError } from "../lib/api.ts";
+import { h, replace } from "../lib/dom.ts";
 import { appLink, errorText, fmtMs, notFound, outcomeBadge } from "../lib/log-views.ts";
 import type { PageContext } from "../lib/page.ts";
 import { pagedList } from "../lib/paged-list.ts";
+import { timeEl } from "../lib/time.ts";
 
 export interface DeliverySummary {
   id: string;
@@ -17,25 +19,19 @@ export interface DeliverySummary {
   transition: string | null;
   responseStatus: number;
   durationMs: number;
+  eventId: string | null;
+  eventType: string | null;
+  warnings: number;
   createdAt: string;
 }
 
-export const OUTCOMES = [
-  "applied",
-  "already_applied",
-  "ignored",
-  "rejected",
-  "plugin_error",
-  "plugin_timeout",
-  "plugin_busy",
-  "invalid_transition",
-  "invoice_not_found",
-  "plugin_not_found",
-  "duplicate_event",
-  "secrets_unavailable",
-];
+export const OUTCOMES = ["applied", "already_applied", "ignored", "rejected", "plugin_error", "plugin_timeout", "plugin_busy", "invalid_transition", "invoice_not_found", "plugin_not_found", "duplicate_event", "secrets_unavailable"];
 
-const FILTERS = ["outcome", "pluginName", "invoiceId", "since", "until"] as const;
+/** Outcomes a merchant must look at: money that did not move as it should, or a broken plugin. */
+const ATTENTION = new Set(["plugin_error", "plugin_timeout", "invalid_transition", "invoice_not_found", "secrets_unavailable"]);
+export const needsAttention = (d: Pick<DeliverySummary, "outcome" | "warnings">) => ATTENTION.has(d.outcome) || d.warnings > 0;
+
+const FILTERS = ["outcome", "pluginName", "eventType", "eventId", "invoiceId", "since", "until"] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 function filtersFromLocation(): Filters {
@@ -56,36 +52,94 @@ function query(f: Filters, extra: Record<string, string> = {}): string {
   return s === "" ? "" : `?${s}`;
 }
 
+function deliveryRow(d: DeliverySummary, base: string, navigate: (p: string) => void, fresh = false): HTMLTableRowElement {
+  const attention = needsAttention(d);
+  return h(
+    "tr",
+    { "data-delivery-id": d.id, class: [fresh ? "fresh" : "", attention ? "attention" : ""].join(" ").trim() || null },
+    h("td", null, timeEl(d.createdAt)),
+    h("td", null, d.pluginName, d.pluginVersion === null ? null : h("span", { class: "muted" }, ` v${d.pluginVersion}`)),
+    h("td", { class: "mono wrap" }, d.eventType ? appLink(`${base}${query({ eventType: d.eventType })}`, d.eventType, navigate) : "—"),
+    h("td", { class: "mono wrap" }, d.eventId ? appLink(`${base}${query({ eventId: d.eventId })}`, d.eventId, navigate) : "—"),
+    h(
+      "td",
+      null,
+      outcomeBadge(d.outcome),
+      attention ? h("span", { class: "badge bad", title: d.warnings > 0 ? `${d.warnings} warning or error line(s) in the plugin's log` : "needs attention" }, "needs attention") : null,
+      d.replayOf === null ? null : [" replay of ", appLink(`${base}/${encodeURIComponent(d.replayOf)}`, d.replayOf, navigate, { class: "mono" })],
+    ),
+    h("td", null, d.invoiceId === null ? "—" : appLink(`${base}${query({ invoiceId: d.invoiceId })}`, d.invoiceId, navigate, { class: "mono" })),
+    h("td", null, d.transition ?? "—"),
+    h("td", { class: "num" }, String(d.responseStatus)),
+    h("td", { class: "num" }, fmtMs(d.durationMs)),
+    h("td", null, appLink(`${base}/${encodeURIComponent(d.id)}`, d.id, navigate, { class: "mono" })),
+  );
+}
+
+function filterForm(filters: Filters, base: string, ctx: PageContext, apply: (f: Filters) => void): HTMLFormElement {
+  const input = (name: keyof Filters, label: string, placeholder: string) =>
+    h("label", { for: `filter-${name}` }, label, h("input", { name, id: `filter-${name}`, type: "text", placeholder, value: filters[name] ?? "", autocomplete: "off", spellcheck: "false" }));
+  const outcome = h("select", { name: "outcome", id: "filter-outcome" }, h("option", { value: "" }, "any"), h("option", { value: "plugin_error,plugin_timeout" }, "failed runs"), OUTCOMES.map((o) => h("option", { value: o }, o)));
+  outcome.value = filters.outcome ?? "";
+  if (outcome.value !== (filters.outcome ?? "")) outcome.append(h("option", { value: filters.outcome ?? "", selected: true }, filters.outcome ?? ""));
+  const form = h(
+    "form",
+    {
+      class: "filters",
+      "aria-label": "Filter deliveries",
+      on: {
+        submit: (e: Event) => {
+          e.preventDefault();
+          const data = new FormData(form);
+          const f: Filters = {};
+          for (const k of FILTERS) {
+            const v = String(data.get(k) ?? "").trim();
+            if (v !== "") f[k] = v;
+          }
+          apply(f);
+        },
+      },
+    },
+    h("label", { for: "filter-outcome" }, "Outcome", outcome),
+    input("pluginName", "Plugin", "stripe"),
+    input("eventType", "Event type", "charge.dispute.created"),
+    input("eventId", "Event id", "evt_…"),
+    input("invoiceId", "Invoice", "invoice id"),
+    input("since", "Since", "1h or 2024-06-01"),
+    input("until", "Until", "2024-06-30T12:00:00Z"),
+    h("button", { type: "submit" }, "Filter"),
+    h("a", { href: base, class: "button secondary", on: { click: (e: Event) => (e.preventDefault(), ctx.navigate(base)) } }, "Clear"),
+  );
+  return form;
+}
+
+/** "Jump to" a moment: the list continues from there, older first page. */
+function jumpForm(apply: (untilIso: string) => void): HTMLFormElement {
+  const at = h("input", { type: "datetime-local", name: "jump", id: "jump-at", step: "1", "data-testid": "jump-at" });
+  return h(
+    "form",
+    { class: "filters jump", "aria-label": "Jump to a time", on: { submit: (e: Event) => (e.preventDefault(), at.value !== "" && apply(new Date(at.value).toISOString())) } },
+    h("label", { for: "jump-at" }, "Jump to (your local time)", at),
+    h("button", { type: "submit", class: "secondary", "data-testid": "jump" }, "Jump"),
+  );
+}
+
 export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const { storeId } = ctx;
   const base = `/console/stores/${encodeURIComponent(storeId)}/deliveries`;
   let filters = filtersFromLocation();
   let stream: EventSource | null = null;
-
   const tbody = h("tbody");
   const status = h("p", { class: "muted", "data-testid": "list-status" });
+  const total = h("p", { class: "muted", "data-testid": "total", "aria-live": "polite" });
   const liveState = h("span", { class: "live-state muted", "data-testid": "live-state" });
-
-  const row = (d: DeliverySummary, fresh = false) =>
-    h(
-      "tr",
-      { "data-delivery-id": d.id, class: fresh ? "fresh" : null },
-      h("td", null, h("time", { datetime: d.createdAt }, fmtTime(d.createdAt))),
-      h("td", null, d.pluginName, d.pluginVersion === null ? null : h("span", { class: "muted" }, ` v${d.pluginVersion}`)),
-      h("td", null, outcomeBadge(d.outcome), d.replayOf === null ? null : h("span", { class: "muted" }, " replay")),
-      h("td", null, d.invoiceId === null ? "—" : appLink(`${base}${query({ invoiceId: d.invoiceId })}`, d.invoiceId, ctx.navigate, { class: "mono" })),
-      h("td", null, d.transition ?? "—"),
-      h("td", { class: "num" }, String(d.responseStatus)),
-      h("td", { class: "num" }, fmtMs(d.durationMs)),
-      h("td", null, appLink(`${base}/${encodeURIComponent(d.id)}`, d.id, ctx.navigate, { class: "mono" })),
-    );
 
   const list = pagedList<DeliverySummary>({
     body: tbody,
     status,
     moreLabel: "Older deliveries",
     path: (cursor) => adminPath(storeId, "deliveries") + query(filters, { limit: "50", ...(cursor ? { cursor } : {}) }),
-    row: (d) => row(d),
+    row: (d) => deliveryRow(d, base, ctx.navigate),
     empty: "No deliveries match.",
     onError: (err) => {
       if (err instanceof ApiError && err.status === 404) {
@@ -96,8 +150,10 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       status.textContent = errorText(err);
     },
   });
-  const { more } = list;
-  const load = (fresh: boolean) => list.load(fresh);
+  const countTotal = () =>
+    void api<{ pagination: { total?: number; totalCapped?: boolean } }>("GET", adminPath(storeId, "deliveries") + query(filters, { limit: "1", total: "true" }))
+      .then((r) => (total.textContent = `${r.pagination.totalCapped ? "More than " : ""}${r.pagination.total ?? 0} deliver${r.pagination.total === 1 ? "y" : "ies"} match`))
+      .catch(() => (total.textContent = ""));
 
   function startLive(): void {
     stopLive();
@@ -112,80 +168,37 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     stream.addEventListener("delivery", (event) => {
       const d = JSON.parse((event as MessageEvent<string>).data) as DeliverySummary;
       if (tbody.querySelector(`tr[data-delivery-id="${CSS.escape(d.id)}"]`)) return;
-      tbody.prepend(row(d, true));
+      tbody.prepend(deliveryRow(d, base, ctx.navigate, true));
       status.textContent = "";
     });
   }
-
   function stopLive(): void {
     stream?.close();
     stream = null;
     liveState.textContent = "";
   }
+  const liveToggle = h("input", { type: "checkbox", name: "live", "data-testid": "live-toggle", on: { change: (e: Event) => ((e.target as HTMLInputElement).checked ? startLive() : stopLive()) } });
 
-  const input = (name: keyof Filters, label: string, placeholder: string) =>
-    h("label", null, label, h("input", { name, type: "text", placeholder, value: filters[name] ?? "", autocomplete: "off", spellcheck: "false" }));
-
-  const outcomeSelect = h(
-    "select",
-    { name: "outcome" },
-    h("option", { value: "" }, "any"),
-    h("option", { value: "plugin_error,plugin_timeout" }, "failed runs"),
-    OUTCOMES.map((o) => h("option", { value: o }, o)),
-  );
-  outcomeSelect.value = filters.outcome ?? "";
-  if (outcomeSelect.value !== (filters.outcome ?? "")) outcomeSelect.append(h("option", { value: filters.outcome ?? "", selected: true }, filters.outcome ?? ""));
-
-  const liveToggle = h("input", {
-    type: "checkbox",
-    name: "live",
-    "data-testid": "live-toggle",
-    on: { change: (e: Event) => ((e.target as HTMLInputElement).checked ? startLive() : stopLive()) },
-  });
-
-  const form = h(
-    "form",
-    {
-      class: "filters",
-      on: {
-        submit: (e: Event) => {
-          e.preventDefault();
-          const data = new FormData(form);
-          filters = {};
-          for (const k of FILTERS) {
-            const v = String(data.get(k) ?? "").trim();
-            if (v !== "") filters[k] = v;
-          }
-          history.replaceState(null, "", base + query(filters));
-          void load(true);
-          if (liveToggle.checked) startLive();
-        },
-      },
-    },
-    h("label", null, "Outcome", outcomeSelect),
-    input("pluginName", "Plugin", "stripe"),
-    input("invoiceId", "Invoice", "invoice id"),
-    input("since", "Since", "1h or 2024-06-01"),
-    input("until", "Until", "2024-06-30T12:00:00Z"),
-    h("button", { type: "submit" }, "Filter"),
-    h("a", { href: base, class: "button secondary", on: { click: (e: Event) => { e.preventDefault(); ctx.navigate(base); } } }, "Clear"),
-  );
-
+  const apply = (f: Filters) => {
+    filters = f;
+    history.replaceState(null, "", base + query(filters));
+    void list.load(true);
+    countTotal();
+    if (liveToggle.checked) startLive();
+  };
+  const headers = ["Received", "Plugin", "Event type", "Event id", "Outcome", "Invoice", "Transition", "Status", "Time", "Delivery"];
   replace(
     root,
     h("header", { class: "page-head" }, h("h1", null, "Deliveries"), h("label", { class: "toggle" }, liveToggle, " Live", " ", liveState)),
-    form,
-    h(
-      "table",
-      { class: "log", "data-testid": "deliveries" },
-      h("thead", null, h("tr", null, ["Received", "Plugin", "Outcome", "Invoice", "Transition", "Status", "Time", "Delivery"].map((t) => h("th", null, t)))),
-      tbody,
-    ),
+    filterForm(filters, base, ctx, apply),
+    jumpForm((until) => apply({ ...filters, until })),
+    total,
+    h("div", { class: "scroll-x", tabindex: "0", role: "region", "aria-label": "Deliveries" }, h("table", { class: "log", "data-testid": "deliveries" }, h("thead", null, h("tr", null, headers.map((t) => h("th", { scope: "col" }, t)))), tbody)),
     status,
-    more,
+    list.more,
   );
-  void load(true);
-
+  void list.load(true);
+  countTotal();
   return () => {
     list.stop();
     stopLive();

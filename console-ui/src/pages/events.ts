@@ -1,9 +1,12 @@
 // Events out: the store's events newest first (by type and invoice), each with its JSON as text and the
-// attempts made to send it to every endpoint, and re-send (to one endpoint or all); the endpoints with
-// their state, and each endpoint's attempts (status, error, duration, next retry).
+// attempts made to send it to every endpoint (with the receiver's answer), and re-send (to one endpoint or
+// all). The endpoints themselves are managed on their own page (endpoints.ts).
 import { adminPath, api, ApiError } from "../lib/api.ts";
-import { fmtTime, h, replace } from "../lib/dom.ts";
-import { appLink, errorText, fmtMs, notFound, outcomeBadge, pre, pretty, table } from "../lib/log-views.ts";
+import { type Attempt, attemptsTable } from "../lib/attempts.ts";
+import { copyButton } from "../lib/copy.ts";
+import { h, replace } from "../lib/dom.ts";
+import { appLink, errorText, notFound, pre, pretty } from "../lib/log-views.ts";
+import { timeEl } from "../lib/time.ts";
 import type { PageContext } from "../lib/page.ts";
 import { type Paged, pagedList } from "../lib/paged-list.ts";
 
@@ -24,35 +27,7 @@ interface Endpoint {
   apiVersion: string;
 }
 
-interface Attempt {
-  id: string;
-  eventId: string;
-  endpointId: string;
-  attempt: number;
-  outcome: string;
-  responseStatus: number | null;
-  error: string | null;
-  responseExcerpt: string;
-  durationMs: number;
-  createdAt: string;
-  nextAttemptAt: string | null;
-}
-
-
 export const EVENT_TYPES = ["invoice.created", "invoice.completed", "invoice.disputed", "invoice.expired", "invoice.cancelled", "invoice.refunded", "delivery.failed"];
-
-const attemptRow = (a: Attempt, withEvent: boolean) => [
-  h("time", { datetime: a.createdAt }, fmtTime(a.createdAt)),
-  ...(withEvent ? [h("span", { class: "mono" }, a.eventId)] : []),
-  `#${a.attempt}`,
-  outcomeBadge(a.outcome),
-  a.responseStatus === null ? "—" : String(a.responseStatus),
-  h("span", { class: "wrap" }, a.error ?? ""),
-  fmtMs(a.durationMs),
-  a.nextAttemptAt === null ? "—" : fmtTime(a.nextAttemptAt),
-];
-
-const ATTEMPT_HEADERS = ["At", "Attempt", "Outcome", "Status", "Error", "Time", "Next retry"];
 
 export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const { storeId } = ctx;
@@ -61,8 +36,6 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   let endpoints: Endpoint[] = [];
   let filters = { types: "", invoiceId: new URLSearchParams(location.search).get("invoiceId") ?? "" };
 
-  const endpointsBox = h("div", { "data-testid": "endpoints" }, h("p", { class: "muted" }, "Loading…"));
-  const endpointAttempts = h("div", { class: "endpoint-attempts" });
   const eventsBody = h("tbody");
   const eventsStatus = h("p", { class: "muted" });
 
@@ -83,52 +56,8 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
     replace(into, h("p", { class: "error" }, errorText(err)));
   };
 
-  // ---- endpoints and their attempts
-
-  async function showEndpointAttempts(ep: Endpoint, cursor: string | null = null): Promise<void> {
-    if (cursor === null) replace(endpointAttempts, h("p", { class: "muted" }, "Loading…"));
-    try {
-      const page = await api<Paged<Attempt>>("GET", adminPath(storeId, "endpoints", ep.id, "attempts") + `?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-      const rows = page.data.map((a) => attemptRow(a, true));
-      const t = table(["At", "Event", ...ATTEMPT_HEADERS.slice(1)], rows);
-      const older = page.pagination.nextCursor;
-      const section = h(
-        "section",
-        { "data-testid": "endpoint-attempts" },
-        h("h3", null, "Attempts to ", h("span", { class: "mono" }, ep.url)),
-        rows.length === 0 ? h("p", { class: "muted" }, "No attempts yet.") : t,
-        older === null ? null : h("button", { type: "button", class: "secondary", on: { click: () => void showEndpointAttempts(ep, older) } }, "Older attempts"),
-      );
-      if (cursor === null) replace(endpointAttempts, section);
-      else endpointAttempts.append(section);
-    } catch (err) {
-      fail(err, endpointAttempts);
-    }
-  }
-
   async function loadEndpoints(): Promise<void> {
-    try {
-      endpoints = (await api<{ data: Endpoint[] }>("GET", adminPath(storeId, "endpoints"))).data;
-      if (!live) return;
-      replace(
-        endpointsBox,
-        endpoints.length === 0
-          ? h("p", { class: "muted" }, "No endpoints. Add one with POST /api/admin/stores/{storeId}/endpoints or `storefront events endpoints add`.")
-          : table(
-              ["URL", "Description", "Types", "State", "API version", ""],
-              endpoints.map((ep) => [
-                h("span", { class: "mono wrap" }, ep.url),
-                ep.description,
-                ep.types.length === 0 ? "all" : ep.types.join(", "),
-                ep.enabled ? h("span", { class: "badge ok" }, "enabled") : [h("span", { class: "badge bad" }, "disabled"), " ", ep.disabledReason ?? ""],
-                ep.apiVersion,
-                h("button", { type: "button", class: "secondary", on: { click: () => void showEndpointAttempts(ep) } }, "Attempts"),
-              ]),
-            ),
-      );
-    } catch (err) {
-      fail(err, endpointsBox);
-    }
+    endpoints = (await api<{ data: Endpoint[] }>("GET", adminPath(storeId, "endpoints"))).data;
   }
 
   // ---- events, one event's detail and re-send
@@ -147,7 +76,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
               "div",
               { class: "event-endpoint", "data-endpoint-id": ep.id },
               h("h4", null, h("span", { class: "mono" }, ep.url)),
-              attempts.length === 0 ? h("p", { class: "muted" }, "No attempts.") : table(ATTEMPT_HEADERS, attempts.map((a) => attemptRow(a, false))),
+              attempts.length === 0 ? h("p", { class: "muted" }, "No attempts.") : attemptsTable(attempts, false),
             ),
           ),
     );
@@ -157,12 +86,13 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   function eventDetail(ev: EventBody): HTMLElement {
     const attemptsBox = h("div", { class: "event-attempts", "data-testid": "event-attempts" }, h("p", { class: "muted" }, "Loading attempts…"));
     const resendOut = h("span", { class: "muted", "data-testid": "resend-result", "aria-live": "polite" });
-    const target = h("select", { name: "endpoint" }, h("option", { value: "" }, "every subscribed endpoint"), endpoints.map((ep) => h("option", { value: ep.id }, ep.url)));
+    const target = h("select", { name: "endpoint", "aria-label": `Re-send ${ev.id} to` }, h("option", { value: "" }, "every subscribed endpoint"), endpoints.map((ep) => h("option", { value: ep.id }, ep.url)));
     const refresh = () => eventAttempts(ev, attemptsBox).catch((err: unknown) => fail(err, attemptsBox));
 
     const resend = h("button", {
       type: "button",
       "data-testid": "resend",
+      "aria-label": `Re-send ${ev.id}`,
       on: {
         click: () => {
           resend.disabled = true;
@@ -192,8 +122,9 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       "div",
       { class: "event-detail", "data-testid": "event-detail" },
       pre(pretty(ev), "code event-json"),
-      h("div", { class: "resend" }, h("label", null, "Re-send to ", target), " ", resend, " ", resendOut),
-      h("h4", null, "Attempts"),
+      copyButton(`event ${ev.id} as JSON`, () => pretty(ev)),
+      h("div", { class: "resend" }, "Re-send to ", target, " ", resend, " ", resendOut),
+      h("h3", null, "Attempts"),
       attemptsBox,
     );
   }
@@ -204,15 +135,21 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       type: "button",
       class: "secondary",
       "data-testid": "show-event",
+      "aria-label": `Show event ${ev.id}`,
+      "aria-expanded": "false",
       on: {
         click: () => {
           if (detailRow.hidden) {
             replace(detailRow.firstElementChild!, eventDetail(ev));
             detailRow.hidden = false;
             toggle.textContent = "Hide";
+            toggle.setAttribute("aria-label", `Hide event ${ev.id}`);
+            toggle.setAttribute("aria-expanded", "true");
           } else {
             detailRow.hidden = true;
             toggle.textContent = "Show";
+            toggle.setAttribute("aria-label", `Show event ${ev.id}`);
+            toggle.setAttribute("aria-expanded", "false");
           }
         },
       },
@@ -224,7 +161,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       h(
         "tr",
         { "data-event-id": ev.id },
-        h("td", null, h("time", { datetime: ev.createdAt }, fmtTime(ev.createdAt))),
+        h("td", null, timeEl(ev.createdAt)),
         h("td", null, ev.type),
         h(
           "td",
@@ -235,7 +172,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
               ? appLink(`${base}/deliveries/${encodeURIComponent(deliveryId)}`, deliveryId, ctx.navigate, { class: "mono" })
               : "—",
         ),
-        h("td", { class: "mono" }, ev.id),
+        h("td", { class: "mono" }, ev.id, " ", copyButton(`event id ${ev.id}`, () => ev.id)),
         h("td", null, toggle),
       ),
       detailRow,
@@ -260,8 +197,8 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const { more } = eventsList;
   const loadEvents = (fresh: boolean) => eventsList.load(fresh);
 
-  const typeSelect = h("select", { name: "types" }, h("option", { value: "" }, "any"), EVENT_TYPES.map((t) => h("option", { value: t }, t)));
-  const invoiceInput = h("input", { name: "invoiceId", type: "text", placeholder: "invoice id", value: filters.invoiceId, autocomplete: "off", spellcheck: "false" });
+  const typeSelect = h("select", { name: "types", id: "events-type" }, h("option", { value: "" }, "any"), EVENT_TYPES.map((t) => h("option", { value: t }, t)));
+  const invoiceInput = h("input", { name: "invoiceId", id: "events-invoice", type: "text", placeholder: "invoice id", value: filters.invoiceId, autocomplete: "off", spellcheck: "false" });
   const form = h(
     "form",
     {
@@ -274,25 +211,27 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
         },
       },
     },
-    h("label", null, "Type", typeSelect),
-    h("label", null, "Invoice", invoiceInput),
+    h("label", { for: "events-type" }, "Type", typeSelect),
+    h("label", { for: "events-invoice" }, "Invoice", invoiceInput),
     h("button", { type: "submit" }, "Filter"),
   );
 
   replace(
     root,
-    h("header", { class: "page-head" }, h("h1", null, "Events")),
-    h("h2", null, "Endpoints"),
-    endpointsBox,
-    endpointAttempts,
-    h("h2", null, "Events"),
+    h("header", { class: "page-head" }, h("h1", null, "Events"), appLink(`/console/stores/${encodeURIComponent(storeId)}/endpoints`, "Manage endpoints", ctx.navigate)),
     form,
-    h("table", { class: "log", "data-testid": "events" }, h("thead", null, h("tr", null, ["Created", "Type", "About", "Event", ""].map((t) => h("th", null, t)))), eventsBody),
+    h(
+      "div",
+      { class: "scroll-x", tabindex: "0", role: "region", "aria-label": "Events" },
+      h("table", { class: "log", "data-testid": "events" }, h("thead", null, h("tr", null, ["Created", "Type", "About", "Event", "Details"].map((t) => h("th", { scope: "col" }, t)))), eventsBody),
+    ),
     eventsStatus,
     more,
   );
   // Endpoints first: an event's detail lists its attempts per endpoint.
-  void loadEndpoints().then(() => loadEvents(true));
+  void loadEndpoints()
+    .catch((err: unknown) => fail(err, eventsStatus))
+    .then(() => loadEvents(true));
 
   return () => {
     live = false;
