@@ -170,9 +170,10 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     now,
     ...(signingNow ? { signingNow } : {}),
     onAttempt: (result, createdAt) => {
-      const delivered = result.ok && result.status >= 200 && result.status < 300;
-      metrics.eventAttempts.inc({ result: delivered ? "delivered" : result.ok ? "rejected" : "failed" });
-      if (delivered) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
+      const succeeded = result.ok && result.status >= 200 && result.status < 300;
+      // `succeeded` as the attempt's record says; its `failed` is split by how the receiver failed.
+      metrics.eventAttempts.inc({ result: succeeded ? "succeeded" : result.ok ? "rejected" : "no_answer" });
+      if (succeeded) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
     },
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },

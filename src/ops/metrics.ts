@@ -17,7 +17,7 @@ export interface Metrics {
   sandboxQueueWait: Histogram;
   /** Webhook responses (POST /api/paymentPlugins) by HTTP status, rate-limited and invalid requests included. */
   webhookResponses: Counter<"status">;
-  /** Outbound webhook attempts (CONTRACT §9) by result: delivered (2xx), rejected (another status), failed (no answer). */
+  /** Outbound webhook attempts by result: succeeded (2xx), rejected (another status), no_answer (timeout, network, refused address). */
   eventAttempts: Counter<"result">;
   /** From an event's commit to its delivery to an endpoint (first 2xx): how far behind the merchant's systems are. */
   eventDeliveryLag: Histogram;
@@ -104,7 +104,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     }),
     eventAttempts: new Counter({
       name: "storefront_event_attempts_total",
-      help: "Outbound webhook attempts by result: delivered (2xx), rejected (any other status), failed (timeout, network error, refused address).",
+      help: "Outbound webhook attempts by result: succeeded (2xx), rejected (any other status), no_answer (timeout, network error, refused address).",
       labelNames: ["result"],
       registers,
     }),
