@@ -20,12 +20,13 @@ import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
-import { EventSchema } from "./events/events.schemas.ts";
+import { DeliveryFailedEventSchema, EventSchema, InvoiceEventSchema } from "./events/events.schemas.ts";
+import { documentWebhooks } from "./events/events.openapi.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { webhookRoutes } from "./payments/webhook.routes.ts";
 import type { Services } from "./services.ts";
-import { currentVersion } from "./versioning/registry.ts";
+import { currentVersion, knownVersions } from "./versioning/registry.ts";
 import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";
 import { documentVersioning } from "./versioning/versioning.openapi.ts";
 
@@ -114,6 +115,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
   app.addSchema(EventSchema);
+  app.addSchema(InvoiceEventSchema);
+  app.addSchema(DeliveryFailedEventSchema);
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
@@ -186,11 +189,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // operationIds, public routes' security, response descriptions, servers, examples: src/ops/openapi.ts.
     // What src/ops/openapi.ts completes (in place), then the versions and their header on every response.
     transformObject: (doc) => {
-      completeOpenApi("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject, {
+      const openapi = "openapiObject" in doc ? doc.openapiObject : doc.swaggerObject;
+      completeOpenApi(openapi, {
         prefixes: ["/api/admin", `/api/${config.apiNamespace}`, "/api"],
         examples: OPENAPI_EXAMPLES,
         requestExamples: REQUEST_EXAMPLES,
       });
+      // The outbound events: what storefront sends to the merchants' endpoints.
+      documentWebhooks(openapi as Record<string, unknown>, knownVersions().map((v) => v.version));
       return documentVersioning(doc);
     },
   });

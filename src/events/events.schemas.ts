@@ -1,7 +1,7 @@
 // Schemas of the event feed and of the endpoint administration (CONTRACT §9).
 import { Type } from "typebox";
 import { DateTime, Nullable, errorResponses } from "../lib/schemas.ts";
-import { EVENT_TYPES } from "./events.types.ts";
+import { EVENT_TYPES, INVOICE_EVENT_TYPES } from "./events.types.ts";
 
 export const EventSchema = Type.Object(
   {
@@ -11,6 +11,42 @@ export const EventSchema = Type.Object(
     data: Type.Object({}, { additionalProperties: true, description: "`{ invoice: Invoice }` for invoice.*, `{ delivery: {…} }` for delivery.failed." }),
   },
   { $id: "Event" },
+);
+
+/** An invoice.* event as webhooks and the feed carry it: the invoice as the list operation shows it then. */
+export const InvoiceEventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_…; also the webhook-id header, the same on every attempt and on a manual resend." }),
+    type: Type.String({ enum: [...INVOICE_EVENT_TYPES], description: "One per status the invoice enters; invoice.created at checkout." }),
+    createdAt: DateTime,
+    data: Type.Object({ invoice: Type.Ref("Invoice") }, { description: "The invoice at the moment of the change, with the change's log line." }),
+  },
+  { $id: "InvoiceEvent" },
+);
+
+/** delivery.failed: a payment plugin run errored, timed out or returned something that is not a valid result. */
+export const DeliveryFailedEventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_…; also the webhook-id header." }),
+    type: Type.Literal("delivery.failed"),
+    createdAt: DateTime,
+    data: Type.Object({
+      delivery: Type.Object({
+        id: Type.String({ description: "The delivery in the delivery log (storefront deliveries show <id>)." }),
+        pluginName: Type.String(),
+        outcome: Type.String({ enum: ["plugin_error", "plugin_timeout"] }),
+        status: Type.Integer({ description: "The HTTP status the payment provider was answered (500 or 504): it retries." }),
+        error: Nullable(
+          Type.Object({
+            kind: Type.String({ description: "script_error, invalid_result, timeout, memory_limit, killed, …" }),
+            message: Type.String(),
+            line: Type.Optional(Type.Integer({ description: "The script's line, when known." })),
+          }),
+        ),
+      }),
+    }),
+  },
+  { $id: "DeliveryFailedEvent" },
 );
 
 export const FeedQuerySchema = Type.Object(
