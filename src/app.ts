@@ -6,7 +6,7 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { consoleRoutes } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
@@ -24,6 +24,7 @@ import { DeliveryFailedEventSchema, EventSchema, InvoiceEventSchema } from "./ev
 import { documentWebhooks } from "./events/events.openapi.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
+import { RequestLogController } from "./ops/request-log.ts";
 import { webhookRoutes } from "./payments/webhook.routes.ts";
 import type { Services } from "./services.ts";
 import { currentVersion, knownVersions } from "./versioning/registry.ts";
@@ -45,12 +46,17 @@ const RETRY_AFTER_SECONDS = 5;
 export interface AppOptions {
   /** Pino logger options; false for none (tests). */
   logger?: boolean | { level: string };
+  /** The logger to use (serve's, src/ops/logger.ts); wins over `logger`. */
+  loggerInstance?: FastifyBaseLogger;
 }
+
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { level: config.logLevel } }),
+    // One line per request, when it is answered; the probes' at debug.
+    logController: new RequestLogController(),
     trustProxy: config.trustProxy,
     bodyLimit: 1024 * 1024,
     // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.

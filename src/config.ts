@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
+import type { LogFormat } from "./ops/logger.ts";
 
 /** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
@@ -21,6 +22,8 @@ export interface Config {
   adminToken: string | null;
   secretsKey: string | null;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** LOG_FORMAT: pretty (people) or json (machines); null decides by the terminal (src/ops/logger.ts). */
+  logFormat: LogFormat | null;
   rateLimit: { max: number; windowMs: number };
   webhookRateLimit: { max: number; windowMs: number };
   /** Deliveries nobody verified (rejected, unknown or disabled plugin), per store and client address. */
@@ -84,6 +87,7 @@ export function loadDotEnv(file = ".env"): void {
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const LOG_FORMATS: readonly LogFormat[] = ["pretty", "json"];
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const problems: string[] = [];
@@ -151,6 +155,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
+  const logFormatText = str("LOG_FORMAT", "");
+  const logFormat = logFormatText === "" ? null : (logFormatText as LogFormat);
+  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be pretty or json (unset: pretty on a terminal outside production, else json), got "${logFormatText}"`);
+
   const list = (name: string): string[] =>
     str(name, "")
       .split(",")
@@ -187,6 +195,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     adminToken,
     secretsKey,
     logLevel,
+    logFormat,
     rateLimit: { max: int("RATE_LIMIT_MAX", 600, 1, 1e9), windowMs: int("RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000) },
     webhookRateLimit: {
       max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),
@@ -244,6 +253,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** The database for a person: the SQLite file, or PostgreSQL's host, port and database name (never the login). */
+export function describeDatabase(database: Config["database"]): string {
+  if (database.kind === "sqlite") return `SQLite ${database.file}`;
+  const url = new URL(database.url);
+  const name = decodeURIComponent(url.pathname.slice(1)) || "(the login's default database)";
+  return `PostgreSQL ${url.hostname}:${url.port || "5432"}/${name}`;
 }
 
 export function isValidSecretsKey(value: string): boolean {

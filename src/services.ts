@@ -5,9 +5,9 @@ import type { Config } from "./config.ts";
 import { type Db, openDatabase } from "./db/database.ts";
 import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
-import { createEndpointSender, type EndpointSender } from "./events/endpoint-target.ts";
+import { createEndpointSender, type EndpointSender, type SendResult } from "./events/endpoint-target.ts";
 import { createEndpointsRepository } from "./events/endpoints.repository.ts";
-import { createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
+import { type AttemptReport, createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
 import { createEventsRepository } from "./events/events.repository.ts";
 import { createEventsService, type EventsService } from "./events/events.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
@@ -87,8 +87,19 @@ export interface ServiceOptions {
   checkSecretsKey?: boolean;
   /** Sees the text of every statement the services send through Kysely (tests count a payment's). */
   onQuery?: (sql: string) => void;
+  /** Where the services report failures the operator must hear of (failed webhook attempts); serve passes its logger. */
+  log?: { warn(obj: object, msg: string): void };
   /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
   dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
+}
+
+/** What a failed webhook attempt's log line says: who did not take which event, and what follows. Never the answer's body. */
+function failedAttemptMessage(a: AttemptReport, result: SendResult): string {
+  const how = result.ok ? `answered ${result.status}` : `did not answer (${result.error})`;
+  // A refused address is the operator's to allow, on the server that sends.
+  const hint = !result.ok && result.error.includes("private or reserved") ? "; ENDPOINT_ALLOW (host:port) in the server's environment allows it" : "";
+  const next = a.outcome === "gone" ? "endpoint disabled" : a.outcome === "exhausted" ? "given up after the last retry" : "will be retried";
+  return `webhook attempt ${a.attempt} of event ${a.eventId} failed: endpoint ${a.endpointId} ${how}; ${next}${hint}`;
 }
 
 /** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
@@ -169,11 +180,12 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     sender,
     now,
     ...(signingNow ? { signingNow } : {}),
-    onAttempt: (result, createdAt) => {
-      const succeeded = result.ok && result.status >= 200 && result.status < 300;
+    onAttempt: (result, createdAt, attempt) => {
+      const succeeded = attempt.outcome === "succeeded";
       // `succeeded` as the attempt's record says; its `failed` is split by how the receiver failed.
       metrics.eventAttempts.inc({ result: succeeded ? "succeeded" : result.ok ? "rejected" : "no_answer" });
       if (succeeded) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
+      else options.log?.warn({ ...attempt, ...(result.ok ? { status: result.status } : { error: result.error }) }, failedAttemptMessage(attempt, result));
     },
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },

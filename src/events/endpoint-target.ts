@@ -21,8 +21,10 @@ export function endpointUrlProblem(text: string, policy: AddressPolicy): string 
   if (url.protocol !== "http:" && url.protocol !== "https:") return "url must be http or https";
   if (url.username !== "" || url.password !== "") return "url must not carry credentials";
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname)) {
-    const refusal = policy.refusal(host);
+  // With the URL's port, so that an ENDPOINT_ALLOW entry with one (127.0.0.1:4000) counts at save as it does at send.
+  const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
+  if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname, port)) {
+    const refusal = policy.refusal(host, port);
     if (refusal !== null) return `url is refused: ${refusal} (ENDPOINT_ALLOW lists exceptions)`;
   }
   return null;

@@ -10,7 +10,7 @@ import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Dialect } from "../db/database.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
-import { type AttemptedTask, createAttemptRecorder } from "./attempt-recorder.ts";
+import { type AttemptedTask, type AttemptOutcome, attemptOutcome, createAttemptRecorder } from "./attempt-recorder.ts";
 import type { EndpointSender, SendResult } from "./endpoint-target.ts";
 import { renderEventJson } from "./event-render.ts";
 import { onDeliveriesQueued } from "./events.repository.ts";
@@ -62,8 +62,19 @@ export interface DispatcherDeps {
   signingNow?: () => number;
   options?: Partial<DispatcherOptions>;
   onError?: (err: unknown) => void;
-  /** Told of every attempt's result (metrics), with the event's creation time. */
-  onAttempt?: (result: SendResult, eventCreatedAt: number) => void;
+  /** Told of every attempt's result (metrics, the log), with the event's creation time and what it was. */
+  onAttempt?: (result: SendResult, eventCreatedAt: number, attempt: AttemptReport) => void;
+}
+
+/** Which attempt an `onAttempt` call is about, and what follows it. */
+export interface AttemptReport {
+  storeId: string;
+  endpointId: string;
+  deliveryId: string;
+  eventId: string;
+  /** 1 for the first try. */
+  attempt: number;
+  outcome: AttemptOutcome;
 }
 
 export interface Dispatcher {
@@ -197,7 +208,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const headers = { ...webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), "storefront-version": versionForStored(task.p_api_version ?? CURRENT_API_VERSION).version };
     const result = await sender.send(task.p_url, headers, body);
     sent();
-    deps.onAttempt?.(result, Number(task.e_created_at));
+    const attempt = task.attempts + 1;
+    const outcome = attemptOutcome(result, attempt, opts.schedule.length);
+    deps.onAttempt?.(result, Number(task.e_created_at), { storeId: task.store_id, endpointId: task.endpoint_id, deliveryId: task.id, eventId: task.event_id, attempt, outcome });
     await recorder.record(task, result);
   }
 
