@@ -23,6 +23,7 @@ import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
 import { DeliveryFailedEventSchema, EventSchema, InvoiceEventSchema } from "./events/events.schemas.ts";
 import { documentWebhooks } from "./events/events.openapi.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
+import { serveMetricsOnOwnPort } from "./ops/metrics-server.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
 import { RequestLogController } from "./ops/request-log.ts";
 import { webhookRoutes } from "./payments/webhook.routes.ts";
@@ -38,8 +39,11 @@ const STOREFRONT_LOGO = {
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
-const guardsSignIn = (url: string) => url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins");
+/**
+ * Routes behind an API key, the admin token or METRICS_TOKEN, whose failed attempts are limited per address; the
+ * webhook's 401s are rejected deliveries, limited on their own.
+ */
+const guardsSignIn = (url: string) => (url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins")) || url.split("?")[0] === "/metrics";
 /** Asked of clients while the database cannot be reached (providers retry on 503). */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -210,6 +214,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(opsRoutes(services, state));
+  serveMetricsOnOwnPort(app, config, services.metrics);
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(invoicesRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(eventsRoutes(services), { prefix: `/api/${config.apiNamespace}` });

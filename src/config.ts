@@ -24,6 +24,8 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** LOG_FORMAT: pretty (people) or json (machines); null decides by the terminal (src/ops/logger.ts). */
   logFormat: LogFormat | null;
+  /** /metrics: on its own port (METRICS_PORT; null: the main port), behind a bearer token (METRICS_TOKEN; null: open). */
+  metrics: { port: number | null; token: string | null };
   rateLimit: { max: number; windowMs: number };
   webhookRateLimit: { max: number; windowMs: number };
   /** Deliveries nobody verified (rejected, unknown or disabled plugin), per store and client address. */
@@ -159,6 +161,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logFormat = logFormatText === "" ? null : (logFormatText as LogFormat);
   if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be pretty or json (unset: pretty on a terminal outside production, else json), got "${logFormatText}"`);
 
+  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? null : int("METRICS_PORT", 0, 1, 65535);
+  if (metricsPort !== null && metricsPort === port) problems.push(`METRICS_PORT must differ from PORT (${port}); unset it to serve /metrics on PORT`);
+  const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
+  if (metricsToken !== null && metricsToken.length < 16) problems.push(`METRICS_TOKEN must be at least 16 characters`);
+
   const list = (name: string): string[] =>
     str(name, "")
       .split(",")
@@ -196,6 +203,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     secretsKey,
     logLevel,
     logFormat,
+    metrics: { port: metricsPort, token: metricsToken },
     rateLimit: { max: int("RATE_LIMIT_MAX", 600, 1, 1e9), windowMs: int("RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000) },
     webhookRateLimit: {
       max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),

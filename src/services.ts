@@ -14,7 +14,8 @@ import { createInvoicesRepository, type InvoicesRepository } from "./invoices/in
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
-import { createMetrics, instrumentSandbox, type Metrics, observeReadModel } from "./ops/metrics.ts";
+import { buildInfo } from "./ops/build.ts";
+import { createMetrics, instrumentSandbox, type Metrics, observeOutboundBacklog, observeReadModel } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
@@ -123,7 +124,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db);
-  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
+  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect, build: buildInfo() });
   const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);
   if (options.checkSecretsKey) {
@@ -160,10 +161,12 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     now,
   });
   const sender: EndpointSender = createEndpointSender(config.events.endpointAllow, options.dispatch?.timeoutMs ?? DELIVERY_TIMEOUT_MS);
+  const endpoints = createEndpointsRepository(db.kysely);
+  observeOutboundBacklog(metrics, () => endpoints.backlog(now()), now);
   const events = createEventsService({
     db: db.kysely,
     events: createEventsRepository(db.kysely),
-    endpoints: createEndpointsRepository(db.kysely),
+    endpoints,
     box,
     policy: sender.policy,
     sequencer,
@@ -190,6 +193,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
+  metrics.trackLoop("event_dispatcher", () => dispatcher.lastSuccessAt());
   const customersRepo = createCustomersRepository(db);
   const keyCache = createKeyCache<AuthenticatedKey>(changes, KEY_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);

@@ -82,6 +82,7 @@ export function registerServeCommand(program: Command): void {
         },
         app.log,
       );
+      if (expiry !== null) services.metrics.trackLoop("invoice_expiry", expiry.lastSuccessAt);
       // What follows a commit: the read model's documents and the events' numbers (kicked by this process's
       // payments, and looking for other processes' work every FOLLOW_INTERVAL_MS).
       if (!stopping) {

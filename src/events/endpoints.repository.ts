@@ -1,5 +1,5 @@
 // Outbound webhook endpoints and the record of every attempt made to them.
-import type { Kysely, Selectable, Updateable } from "kysely";
+import { type Kysely, type Selectable, type Updateable, sql } from "kysely";
 import type { Database, EventAttemptsTable, EventEndpointsTable } from "../db/schema.ts";
 import type { Cursor } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
@@ -19,6 +19,19 @@ export interface EndpointsRepository {
   attempts(storeId: string, endpointId: string, options: { limit: number; after: Cursor | null; eventId?: string }): Promise<{ attempts: AttemptWithDelivery[]; next: Cursor | null }>;
   /** Cancels the endpoint's pending deliveries (it was disabled). */
   cancelPending(endpointId: string, at: number): Promise<void>;
+  /** What is still to be sent, every store together (metrics); read through the pending deliveries' index. */
+  backlog(now: number): Promise<OutboundBacklog>;
+}
+
+/** Deliveries still to be sent, by state, and when the oldest of them was queued. */
+export interface OutboundBacklog {
+  /** Due now, waiting for a slot or the next look. */
+  due: number;
+  /** Failed before, waiting for their retry time. */
+  retrying: number;
+  /** Claimed by a process, an attempt under way. */
+  inFlight: number;
+  oldestCreatedAt: number | null;
 }
 
 export function createEndpointsRepository(db: Kysely<Database>): EndpointsRepository {
@@ -56,6 +69,20 @@ export function createEndpointsRepository(db: Kysely<Database>): EndpointsReposi
       const rows = await q.orderBy("a.created_at", "desc").orderBy("a.id", "desc").limit(limit + 1).execute();
       const { page, next } = takePage(rows, limit);
       return { attempts: page, next };
+    },
+    async backlog(now) {
+      const row = await db
+        .selectFrom("event_deliveries")
+        .select((eb) => [
+          eb.fn.sum<number | string | null>(sql`case when claim_token is not null then 1 else 0 end`).as("in_flight"),
+          eb.fn.sum<number | string | null>(sql`case when claim_token is null and next_attempt_at <= ${now} then 1 else 0 end`).as("due"),
+          eb.fn.sum<number | string | null>(sql`case when claim_token is null and next_attempt_at > ${now} then 1 else 0 end`).as("retrying"),
+          eb.fn.min("created_at").as("oldest"),
+        ])
+        // A literal, as the dispatcher's claim: SQLite uses the partial index only for a condition it can see.
+        .where("status", "=", sql.lit("pending"))
+        .executeTakeFirstOrThrow();
+      return { due: Number(row.due ?? 0), retrying: Number(row.retrying ?? 0), inFlight: Number(row.in_flight ?? 0), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
     },
     async cancelPending(endpointId, at) {
       await db.updateTable("event_deliveries").set({ status: "cancelled", updated_at: at }).where("endpoint_id", "=", endpointId).where("status", "=", "pending").execute();

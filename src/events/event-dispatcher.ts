@@ -84,6 +84,8 @@ export interface Dispatcher {
   stop(): Promise<void>;
   /** Sends everything due now, waiting for the answers; repeats until nothing is due. Returns the attempts made; throws what failed. */
   runDue(): Promise<number>;
+  /** Wall-clock milliseconds at which a look for due work last succeeded (claimed, or found nothing); null before. */
+  lastSuccessAt(): number | null;
 }
 
 /** A claimed delivery with what sending it needs: its event and its endpoint (p_*), read in the claim. */
@@ -124,6 +126,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let ticking: Promise<void> | null = null;
   let again = false;
   let unsubscribe: (() => void) | null = null;
+  let lastSuccess: number | null = null;
 
   /** The last claim filled every slot it asked for: more is probably due, so claim without reading first. */
   let busy = false;
@@ -258,6 +261,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     };
     // Reactions run asynchronously: `ticking` is cleared only after it was set, even when run() did no I/O.
     ticking = run()
+      .then(() => {
+        lastSuccess = Date.now();
+      })
       .catch(onError)
       .finally(() => {
         ticking = null;
@@ -317,5 +323,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         if (errors.length > 0) throw errors[0];
       }
     },
+    lastSuccessAt: () => lastSuccess,
   };
 }

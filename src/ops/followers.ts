@@ -29,6 +29,8 @@ export function startFollowers(services: Services, log: LoopLogger): BackgroundL
     { kickDelayMs: () => Math.min(500, Math.max(10, 2 * lastPassMs)) },
   );
   const sequencer = startBackgroundLoop("event sequencer", FOLLOW_INTERVAL_MS, async () => void (await services.sequencer.run()), log, { kickDelayMs: 2 });
+  services.metrics.trackLoop("readmodel_projector", () => projector.lastSuccessAt());
+  services.metrics.trackLoop("event_sequencer", () => sequencer.lastSuccessAt());
   services.onCommitted(() => {
     projector.kick();
     sequencer.kick();
