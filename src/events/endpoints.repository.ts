@@ -1,5 +1,5 @@
 // Outbound webhook endpoints and the record of every attempt made to them.
-import { type Kysely, type Selectable, type Updateable, sql } from "kysely";
+import { type Kysely, type Selectable, SqliteAdapter, type Transaction, type Updateable, sql } from "kysely";
 import type { Database, EventAttemptsTable, EventEndpointsTable } from "../db/schema.ts";
 import type { Cursor } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
@@ -88,4 +88,32 @@ export function createEndpointsRepository(db: Kysely<Database>): EndpointsReposi
       await db.updateTable("event_deliveries").set({ status: "cancelled", updated_at: at }).where("endpoint_id", "=", endpointId).where("status", "=", "pending").execute();
     },
   };
+}
+
+/**
+ * A manual resend's plan, in the resend's transaction: the endpoints it goes to (one, or every enabled one
+ * that wants the type), their rows locked on PostgreSQL so that two resends of one event queue it once,
+ * and the deliveries of this event to them still pending: those are sent (brought forward) rather than
+ * queued a second time.
+ */
+export async function resendPlan(tx: Transaction<Database>, event: { id: string; storeId: string; type: string }, endpointId: string | undefined) {
+  let q = tx.selectFrom("event_endpoints").select(["id", "types"]).where("store_id", "=", event.storeId).where("enabled", "=", 1);
+  if (endpointId !== undefined) q = q.where("id", "=", endpointId);
+  if (!(tx.getExecutor().adapter instanceof SqliteAdapter)) q = q.orderBy("id").forUpdate();
+  const targets = (await q.execute()).filter((e) => endpointId !== undefined || e.types === "" || e.types.split(" ").includes(event.type)).map((e) => e.id);
+  if (targets.length === 0) return { targets, pending: [] };
+  const pending = await tx
+    .selectFrom("event_deliveries")
+    .select(["id", "endpoint_id", "claim_token"])
+    .where("event_id", "=", event.id)
+    .where("endpoint_id", "in", targets)
+    .where("status", "=", sql.lit("pending"))
+    .execute();
+  return { targets, pending };
+}
+
+/** Pending deliveries made due now, unless an attempt is under way (its result decides what follows). */
+export async function bringForward(tx: Transaction<Database>, deliveryIds: string[], at: number): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx.updateTable("event_deliveries").set({ next_attempt_at: at, updated_at: at }).where("id", "in", deliveryIds).where("claim_token", "is", null).where("status", "=", "pending").execute();
 }

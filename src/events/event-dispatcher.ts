@@ -17,7 +17,7 @@ import { onDeliveriesQueued } from "./events.repository.ts";
 import { CURRENT_API_VERSION } from "./events.types.ts";
 import { versionForStored } from "../versioning/registry.ts";
 import { openEndpointSecrets } from "./events.service.ts";
-import { webhookHeaders } from "./webhook-signing.ts";
+import { signingSecrets, webhookHeaders } from "./webhook-signing.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -203,9 +203,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await db.updateTable("event_deliveries").set({ status: "cancelled", claim_token: null, updated_at: now() }).where("id", "=", task.id).where("claim_token", "=", task.claim_token).execute();
       return;
     }
-    const secrets = openSecrets(task.p_secrets);
-    const valid = [secrets.current];
-    if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
+    const valid = signingSecrets(openSecrets(task.p_secrets), task.p_previous_expires === null ? null : Number(task.p_previous_expires), now());
     const body = renderEventJson({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? CURRENT_API_VERSION);
     // The receiver learns which shape it got, as an API client does from the response header.
     const headers = { ...webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), "storefront-version": versionForStored(task.p_api_version ?? CURRENT_API_VERSION).version };

@@ -8,7 +8,7 @@ import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
 import { endpointUrlProblem } from "./endpoint-target.ts";
-import type { AttemptWithDelivery, EndpointRow, EndpointsRepository } from "./endpoints.repository.ts";
+import { type AttemptWithDelivery, bringForward, type EndpointRow, type EndpointsRepository, resendPlan } from "./endpoints.repository.ts";
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
 import { CURRENT_API_VERSION, EVENT_TYPES, isEventType, type EventBody } from "./events.types.ts";
@@ -271,9 +271,17 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
         const ep = await requireEndpoint(storeId, endpointId);
         if (ep.enabled !== 1) throw new AppError("conflict", `Endpoint ${endpointId} is disabled; enable it first`, { param: "endpointId" });
       }
-      const deliveries = await db.transaction().execute((tx) =>
-        queueDeliveries(tx, { id: event.id, storeId, type: event.type }, now(), endpointId === undefined ? {} : { endpointId, anyType: true }),
-      );
+      const at = now();
+      const deliveries = await db.transaction().execute(async (tx) => {
+        const target = { id: event.id, storeId, type: event.type };
+        // A delivery of this event still pending for an endpoint (a retry scheduled, or not sent yet) is sent
+        // now instead of queueing a second one: two deliveries would both be sent.
+        const { targets, pending } = await resendPlan(tx, target, endpointId);
+        await bringForward(tx, pending.filter((p) => p.claim_token === null).map((p) => p.id), at);
+        const out = pending.map((p) => ({ id: p.id, endpointId: p.endpoint_id }));
+        for (const id of targets.filter((t) => !pending.some((p) => p.endpoint_id === t))) out.push(...(await queueDeliveries(tx, target, at, { endpointId: id, anyType: true })));
+        return out;
+      });
       return { eventId, deliveries };
     },
 
