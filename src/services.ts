@@ -169,6 +169,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     endpoints,
     box,
     policy: sender.policy,
+    sender,
     sequencer,
     retentionDays: config.events.retentionDays,
     now,

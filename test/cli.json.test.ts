@@ -13,6 +13,7 @@ import { buildProgram } from "../src/main.ts";
 import { createServices } from "../src/services.ts";
 import { REPO, runCli, runCliUntil, type CliRun } from "./helpers/cli.ts";
 import { ADMIN_TOKEN, freshDatabase } from "./helpers/harness.ts";
+import { startReceiver, type Receiver } from "./helpers/receiver.ts";
 
 type Json = Record<string, unknown>;
 
@@ -30,6 +31,8 @@ interface Ctx {
   secretsKey: string;
   /** The service's address, for commands that talk to a running service. */
   server: string;
+  /** A webhook receiver the service may send to. */
+  receiver: string;
 }
 
 interface Step {
@@ -95,9 +98,10 @@ const STEPS: Step[] = [
   },
   {
     command: "endpoints add",
-    args: (c) => ["--store", c.store, "--url", "https://hooks.example.com/storefront"],
+    args: (c) => ["--store", c.store, "--url", c.receiver],
     save: (j, c) => (c.endpoint = String(j.id)),
   },
+  { command: "endpoints test", args: (c) => [c.endpoint, "--store", c.store, "--type", "invoice.created"] },
   { command: "endpoints list", args: (c) => ["--store", c.store] },
   { command: "endpoints update", args: (c) => [c.endpoint, "--store", c.store, "--description", "scripted"] },
   { command: "endpoints rotate-secret", args: (c) => [c.endpoint, "--store", c.store] },
@@ -108,15 +112,11 @@ const STEPS: Step[] = [
     save: (j, c) => (c.paidInvoice = String(j.id)),
   },
   {
-    command: "deliveries list",
-    prepare: async (c) => {
-      const body = JSON.stringify({ invoiceId: c.paidInvoice, status: "paid" });
-      const r = await fetch(`${c.server}/api/paymentPlugins?pluginName=pay&storeId=${c.store}`, { method: "POST", headers: signed(body), body });
-      assert.equal(r.status, 200, await r.text());
-      c.delivery = String(r.headers.get("x-delivery-id"));
-    },
-    args: (c) => ["--store", c.store],
+    command: "plugins trigger",
+    args: (c) => ["pay", "paid", "--store", c.store, "--invoice", c.paidInvoice],
+    save: (j, c) => (c.delivery = String(j.deliveryId)),
   },
+  { command: "deliveries list", args: (c) => ["--store", c.store] },
   { command: "deliveries show", args: (c) => [c.delivery, "--store", c.store] },
   { command: "deliveries replay", args: (c) => [c.delivery, "--store", c.store] },
   { command: "deliveries tail", args: (c) => ["--store", c.store, "--lines", "1"], until: (out) => out.includes("\n") },
@@ -147,24 +147,27 @@ describe("storefront --json on every command", () => {
   let ctx: Ctx;
   let drop: () => Promise<void>;
   let stopServer: () => Promise<void>;
+  let receiver: Receiver;
   before(async () => {
     const db = await freshDatabase("sqlite");
     drop = db.drop;
     const secretsKey = randomBytes(32).toString("hex");
     env = { DATABASE_URL: db.url, SECRETS_KEY: secretsKey, ADMIN_TOKEN };
     // The service on the same database, listening: what a developer has running beside the command line.
-    const services = await createServices(loadConfig({ ...env, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", READ_THREADS: "0" }));
+    receiver = await startReceiver();
+    const services = await createServices(loadConfig({ ...env, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", READ_THREADS: "0", ENDPOINT_ALLOW: "127.0.0.1" }));
     const app = await buildApp(services, { logger: false });
     const server = await app.listen({ port: 0, host: "127.0.0.1" });
     stopServer = async () => {
       await app.close();
       await services.close();
     };
-    ctx = { dir: path.dirname(db.url.slice("sqlite:".length)), secretsKey, server } as Ctx;
+    ctx = { dir: path.dirname(db.url.slice("sqlite:".length)), secretsKey, server, receiver: receiver.url } as Ctx;
     env.PORT = new URL(server).port;
   });
   after(async () => {
     await stopServer?.();
+    await receiver?.close();
     await drop?.();
   });
 

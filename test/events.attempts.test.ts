@@ -1,5 +1,5 @@
 // Attempts of outbound webhooks on SQLite and PostgreSQL: counted in the metrics with the words their
-// records use, and a manual resend of an event that is still to be sent (a retry scheduled, or not sent
+// records use, an example sent to an endpoint on demand, and a manual resend of an event that is still to be sent (a retry scheduled, or not sent
 // yet) sends it once, not twice.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -77,6 +77,23 @@ for (const { name: dialect, skip } of DIALECTS) {
       assert.deepEqual(Object.keys(after).sort(), ["no_answer", "rejected", "succeeded"], "no other result label");
     });
 
+    test("POST …/endpoints/{id}/test sends a signed example now and answers what the endpoint said; not an attempt, not an event", async () => {
+      receiver.received.length = 0;
+      receiver.mode = { kind: "ok" };
+      const { store } = await paymentSetup(h);
+      const ep = await addEndpoint(h, store.id, { url: receiver.url, types: ["invoice.completed"], enabled: false });
+      const r = await h.admin("POST", `/api/admin/stores/${store.id}/endpoints/${ep.id}/test`, { type: "delivery.failed" });
+      expectStatus(r, 200);
+      const sent = r.json<{ eventId: string; ok: boolean; responseStatus: number; type: string }>();
+      assert.deepEqual([sent.ok, sent.responseStatus, sent.type], [true, 200, "delivery.failed"], "any type, to a disabled endpoint too");
+      assert.deepEqual(receiver.verifiedWith(ep.secret), [sent.eventId]);
+      assert.deepEqual(await attempts(h, store.id, ep.id), []);
+      expectStatus(await h.admin("GET", `/api/admin/stores/${store.id}/events/${sent.eventId}`), 404);
+      expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/endpoints/${ep.id}/test`), 200);
+      expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/endpoints/${ep.id}/test`, { type: "invoice.exploded" }), 400);
+      expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/endpoints/ep_missing/test`, {}), 404);
+    });
+
     test("a resend while the delivery waits for its retry sends it now, once; the retry does not send it again", async () => {
       receiver.received.length = 0;
       receiver.mode = { kind: "status", status: 500 };
@@ -95,7 +112,8 @@ for (const { name: dialect, skip } of DIALECTS) {
         assert.equal(await h.services.dispatcher.runDue(), 0, "nothing left to send");
       }
       assert.deepEqual(receiver.verifiedWith(ep.secret), [completed, completed], "the 500, then the resend; no third");
-      assert.deepEqual((await attempts(h, store.id, ep.id)).map((a) => [a.attempt, a.outcome]), [
+      // Both at the test clock's one instant: in the attempt's order.
+      assert.deepEqual((await attempts(h, store.id, ep.id)).sort((a, b) => a.attempt - b.attempt).map((a) => [a.attempt, a.outcome]), [
         [1, "failed"],
         [2, "succeeded"],
       ]);

@@ -1,7 +1,9 @@
 // `storefront endpoints …` and `storefront events …`: outbound webhooks on the local database, through
-// the same service as the admin API (add an endpoint, list attempts, re-send an event).
+// the same service as the admin API (add an endpoint, list attempts, re-send an event). Adding or changing
+// an endpoint asks the running service when it can (its ENDPOINT_ALLOW decides): src/cli/service-client.ts.
 import { InvalidArgumentError, type Command } from "commander";
 import { emit, emitList, type JsonOption, printJson, printTable, withServices } from "./context.ts";
+import { SERVICE_HELP, type ServerOption, viaServiceOrDatabase } from "./service-client.ts";
 import type { AttemptView } from "../events/events.service.ts";
 
 const types = (v: string) =>
@@ -28,16 +30,21 @@ export function registerEventCommands(program: Command): void {
     .option("--description <text>", "a label")
     .option("--disabled", "add it disabled")
     .option("--api-version <version>", "the API version its events are rendered in (default: the current one)")
-    .action(async (opts: { store: string; url: string; types?: string[]; description?: string; disabled?: boolean; apiVersion?: string }) => {
-      await withServices(async (s) =>
-        printJson(
-          await s.events.createEndpoint(opts.store, {
-            url: opts.url,
-            ...(opts.types ? { types: opts.types } : {}),
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-            ...(opts.disabled ? { enabled: false } : {}),
-            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
-          }),
+    .option("--server <url>", "the running service to ask (default: http://HOST:PORT of this configuration)")
+    .addHelpText("after", SERVICE_HELP)
+    .action(async (opts: ServerOption & { store: string; url: string; types?: string[]; description?: string; disabled?: boolean; apiVersion?: string }) => {
+      const input = {
+        url: opts.url,
+        ...(opts.types ? { types: opts.types } : {}),
+        ...(opts.description !== undefined ? { description: opts.description } : {}),
+        ...(opts.disabled ? { enabled: false } : {}),
+        ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
+      };
+      printJson(
+        await viaServiceOrDatabase(
+          opts.server,
+          (c) => c.request("POST", `/stores/${encodeURIComponent(opts.store)}/endpoints`, input),
+          (s) => s.events.createEndpoint(opts.store, input),
         ),
       );
     });
@@ -65,17 +72,22 @@ export function registerEventCommands(program: Command): void {
     .option("--enable", "enable it")
     .option("--disable", "disable it")
     .option("--api-version <version>", "render its events in this API version from now on")
-    .action(async (endpointId: string, opts: { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean; apiVersion?: string }) => {
+    .option("--server <url>", "the running service to ask (default: http://HOST:PORT of this configuration)")
+    .addHelpText("after", SERVICE_HELP)
+    .action(async (endpointId: string, opts: ServerOption & { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean; apiVersion?: string }) => {
       if (opts.enable && opts.disable) throw new InvalidArgumentError("give --enable or --disable, not both");
-      await withServices(async (s) =>
-        printJson(
-          await s.events.updateEndpoint(opts.store, endpointId, {
-            ...(opts.url !== undefined ? { url: opts.url } : {}),
-            ...(opts.types !== undefined ? { types: opts.types } : {}),
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-            ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
-            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
-          }),
+      const input = {
+        ...(opts.url !== undefined ? { url: opts.url } : {}),
+        ...(opts.types !== undefined ? { types: opts.types } : {}),
+        ...(opts.description !== undefined ? { description: opts.description } : {}),
+        ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
+        ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
+      };
+      printJson(
+        await viaServiceOrDatabase(
+          opts.server,
+          (c) => c.request("PATCH", `/stores/${encodeURIComponent(opts.store)}/endpoints/${encodeURIComponent(endpointId)}`, input),
+          (s) => s.events.updateEndpoint(opts.store, endpointId, input),
         ),
       );
     });

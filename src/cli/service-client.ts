@@ -4,7 +4,8 @@
 // configuration (the same .env as the server), or at --server.
 import type { Config } from "../config.ts";
 import { AppError, type ErrorCode, errorStatus } from "../errors.ts";
-import { CliError } from "./context.ts";
+import type { Services } from "../services.ts";
+import { CliError, cliConfig, withServices } from "./context.ts";
 
 /** How long the command waits to learn whether a service answers before working without it. */
 const PROBE_TIMEOUT_MS = 1500;
@@ -69,4 +70,31 @@ export async function adminClient(config: Readonly<Config>, server?: string): Pr
       throw new AppError(code, error?.message ?? `HTTP ${r.status}`, error?.param !== undefined ? { param: error.param } : {});
     },
   };
+}
+
+/** Commands that may ask the running service take --server. */
+export interface ServerOption {
+  server?: string;
+}
+
+export const SERVICE_HELP =
+  "\nWith ADMIN_TOKEN set (here as for the server, e.g. in .env) and the service answering at http://HOST:PORT (or --server),\n" +
+  "the command asks the service: its ENDPOINT_ALLOW decides which addresses are allowed. Otherwise it works on the\n" +
+  "database, under this environment's ENDPOINT_ALLOW. To receive webhooks on this machine: docs/events.md, 'Testing on your machine'.\n";
+
+/**
+ * Through the running service's admin API when it answers (ADMIN_TOKEN set), else on the database with this
+ * environment's settings. A URL refused here says how to have it allowed.
+ */
+export async function viaServiceOrDatabase<T>(server: string | undefined, viaService: (client: AdminClient) => Promise<T>, viaDatabase: (services: Services) => Promise<T>): Promise<T> {
+  const client = await adminClient(cliConfig(), server);
+  if (client !== null) return viaService(client);
+  try {
+    return await withServices(viaDatabase);
+  } catch (err) {
+    if (err instanceof AppError && err.param === "url" && err.message.includes("private or reserved")) {
+      throw new AppError(err.code, `${err.message}; on this machine: start the server with ENDPOINT_ALLOW=<host>:<port> and set ADMIN_TOKEN for both (the command then asks the server), see docs/events.md`, { param: "url" });
+    }
+    throw err;
+  }
 }

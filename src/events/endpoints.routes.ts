@@ -4,7 +4,17 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { AttemptSchema, AttemptsQuerySchema, CreatedEndpointSchema, EndpointBodySchema, EndpointPatchSchema, EndpointSchema, EventListQuerySchema } from "./events.schemas.ts";
+import {
+  AttemptSchema,
+  AttemptsQuerySchema,
+  CreatedEndpointSchema,
+  EndpointBodySchema,
+  EndpointPatchSchema,
+  EndpointSchema,
+  EventListQuerySchema,
+  EventTypeSchema,
+  ExampleSentSchema,
+} from "./events.schemas.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
@@ -79,6 +89,30 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
         },
       },
       async (request) => services.events.rotateSecret(request.params.storeId, request.params.endpointId),
+    );
+
+    app.post(
+      "/stores/:storeId/endpoints/:endpointId/test",
+      {
+        // A POST with no body at all sends the default type.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+        schema: {
+          operationId: "testEndpoint",
+          tags,
+          security,
+          summary: "Send an example event to the endpoint now, signed like real ones, and see its answer",
+          description:
+            "The example of the chosen type (the webhooks section shows them) with a fresh id and the current time, rendered in the endpoint's API version and signed with its secret, " +
+            "sent once by this process (under ENDPOINT_ALLOW) whether the endpoint is enabled or not. It is not an event of the store: not in the feed, not retried, not recorded as an attempt. " +
+            "200 whatever the endpoint answered: `ok` says whether it took it.",
+          params: EndpointParams,
+          body: Type.Object({ type: Type.Optional(EventTypeSchema) }, { additionalProperties: false, description: "Optional: the event type (default invoice.completed)." }),
+          response: { 200: ExampleSentSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => services.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
     );
 
     app.get(

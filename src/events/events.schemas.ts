@@ -75,7 +75,19 @@ export const FeedSchema = {
   },
 };
 
-const EventTypeSchema = Type.String({ enum: [...EVENT_TYPES] });
+export const EventTypeSchema = Type.String({ enum: [...EVENT_TYPES] });
+
+/** What an endpoint answered to an example event (POST …/endpoints/{endpointId}/test). */
+export const ExampleSentSchema = Type.Object({
+  endpointId: Type.String(),
+  eventId: Type.String({ description: "The example's id (a fresh evt_… each time), sent as webhook-id." }),
+  type: EventTypeSchema,
+  ok: Type.Boolean({ description: "The endpoint answered 2xx." }),
+  responseStatus: Nullable(Type.Integer()),
+  error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, an address ENDPOINT_ALLOW does not list)." })),
+  responseExcerpt: Type.String({ description: "The first KiB of the answer's body." }),
+  durationMs: Type.Number(),
+});
 
 export const EndpointSchema = Type.Object({
   id: Type.String(),

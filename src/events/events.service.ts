@@ -7,7 +7,8 @@ import { newId } from "../lib/ids.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
-import { endpointUrlProblem } from "./endpoint-target.ts";
+import { type EndpointSender, endpointUrlProblem } from "./endpoint-target.ts";
+import { type ExampleSent, sendExampleEvent } from "./endpoint-example.ts";
 import { type AttemptWithDelivery, bringForward, type EndpointRow, type EndpointsRepository, resendPlan } from "./endpoints.repository.ts";
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
@@ -76,6 +77,8 @@ export interface EventsService {
   /** The store's events newest first (admin API, console), narrowed by type and invoice. */
   listEvents(storeId: string, options: { limit: number; cursor?: string; types?: string; invoiceId?: string }): Promise<{ events: EventBody[]; nextCursor: string | null }>;
   pruneEvents(): Promise<number>;
+  /** Sends an example event of `type` to the endpoint now, from this process, and returns its answer (not recorded). */
+  sendExample(storeId: string, endpointId: string, type: string): Promise<ExampleSent>;
 }
 
 export interface EventsServiceDeps {
@@ -84,6 +87,8 @@ export interface EventsServiceDeps {
   endpoints: EndpointsRepository;
   box: SecretBox;
   policy: AddressPolicy;
+  /** Sends example events (the dispatcher's sender: the same address checks). */
+  sender: EndpointSender;
   /** Numbers committed events: a feed or listing read first numbers what committed before it. */
   sequencer: Sequencer;
   retentionDays: number;
@@ -319,6 +324,12 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
       const page = rows.slice(0, options.limit);
       const nextCursor = rows.length > options.limit ? encodeListCursor(page[page.length - 1]!.seq!) : null;
       return { events: page.map((r) => renderEvent(r, CURRENT_API_VERSION)), nextCursor };
+    },
+
+    async sendExample(storeId, endpointId, type) {
+      if (!isEventType(type)) throw new AppError("invalid_request", `unknown event type ${type}; known: ${EVENT_TYPES.join(", ")}`, { param: "type" });
+      const endpoint = await requireEndpoint(storeId, endpointId);
+      return sendExampleEvent({ box, sender: deps.sender, openSecrets: (sealed) => openEndpointSecrets(box, sealed), now }, endpoint, type);
     },
 
     async pruneEvents() {
