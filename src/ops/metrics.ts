@@ -44,20 +44,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  if (sources.build !== undefined) {
-    // Which release each process runs: during a rolling upgrade two values show up side by side.
-    new Gauge({ name: "storefront_build_info", help: "The release and schema version this process runs (value 1).", labelNames: ["release", "schema"], registers }).set(sources.build, 1);
-  }
-  const loops = new Map<LoopName, () => number | null>();
-  new Gauge({
-    name: "storefront_loop_last_success_timestamp_seconds",
-    help: "Unix time of a background loop's last successful pass in this process (0: none yet). Alert when time() minus it grows.",
-    labelNames: ["loop"],
-    registers,
-    collect() {
-      for (const [loop, lastSuccessAt] of loops) this.set({ loop }, (lastSuccessAt() ?? 0) / 1000);
-    },
-  });
+  const trackLoop = deploymentGauges(registry, sources.build);
   if (sources.dialect !== undefined) {
     new Gauge({ name: "storefront_db_info", help: "The database in use (value 1).", labelNames: ["dialect"], registers }).set({ dialect: sources.dialect }, 1);
   }
@@ -136,8 +123,28 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 1800, 7200, 36000, 172800],
       registers,
     }),
-    trackLoop: (loop, lastSuccessAt) => void loops.set(loop, lastSuccessAt),
+    trackLoop,
   };
+}
+
+/** What a deployment of several processes asks of each: which build it runs, and whether its loops still succeed. */
+function deploymentGauges(registry: Registry, build: MetricSources["build"]): Metrics["trackLoop"] {
+  const registers = [registry];
+  if (build !== undefined) {
+    // Which release each process runs: during a rolling upgrade two values show up side by side.
+    new Gauge({ name: "storefront_build_info", help: "The release and schema version this process runs (value 1).", labelNames: ["release", "schema"], registers }).set(build, 1);
+  }
+  const loops = new Map<LoopName, () => number | null>();
+  new Gauge({
+    name: "storefront_loop_last_success_timestamp_seconds",
+    help: "Unix time of a background loop's last successful pass in this process (0: none yet). Alert when time() minus it grows.",
+    labelNames: ["loop"],
+    registers,
+    collect() {
+      for (const [loop, lastSuccessAt] of loops) this.set({ loop }, (lastSuccessAt() ?? 0) / 1000);
+    },
+  });
+  return (loop, lastSuccessAt) => void loops.set(loop, lastSuccessAt);
 }
 
 /**
