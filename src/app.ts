@@ -39,11 +39,8 @@ const STOREFRONT_LOGO = {
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/**
- * Routes behind an API key, the admin token or METRICS_TOKEN, whose failed attempts are limited per address; the
- * webhook's 401s are rejected deliveries, limited on their own.
- */
-const guardsSignIn = (url: string) => (url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins")) || url.split("?")[0] === "/metrics";
+/** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
+const guardsApiSignIn = (url: string) => url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins");
 /** Asked of clients while the database cannot be reached (providers retry on 503). */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -98,6 +95,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = config.http.maxConnections;
 
+  // Failed sign-ins are limited per address: API keys and the admin token, and METRICS_TOKEN when it is set.
+  const guardsSignIn = (url: string) => guardsApiSignIn(url) || (config.metrics.token !== null && url.split("?")[0] === "/metrics");
   const state = { closing: false };
   app.addHook("preClose", async () => {
     state.closing = true;
