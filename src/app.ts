@@ -6,7 +6,7 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { consoleRoutes, isConsolePath, setConsoleSecurityHeaders } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
@@ -21,12 +21,15 @@ import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
-import { EventSchema } from "./events/events.schemas.ts";
+import { DeliveryFailedEventSchema, EventSchema, InvoiceEventSchema } from "./events/events.schemas.ts";
+import { documentWebhooks } from "./events/events.openapi.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
+import { serveMetricsOnOwnPort } from "./ops/metrics-server.ts";
 import { opsRoutes } from "./ops/ops.routes.ts";
+import { RequestLogController } from "./ops/request-log.ts";
 import { webhookRoutes } from "./payments/webhook.routes.ts";
 import type { Services } from "./services.ts";
-import { currentVersion } from "./versioning/registry.ts";
+import { currentVersion, knownVersions } from "./versioning/registry.ts";
 import { VERSION_HEADER, installVersioning } from "./versioning/versioning.hook.ts";
 import { documentVersioning } from "./versioning/versioning.openapi.ts";
 
@@ -38,19 +41,24 @@ const STOREFRONT_LOGO = {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Routes behind an API key or the admin token; the webhook's 401s are rejected deliveries, limited on their own. */
-const guardsSignIn = (url: string) => url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins");
+const guardsApiSignIn = (url: string) => url.startsWith("/api/") && !url.startsWith("/api/paymentPlugins");
 /** Asked of clients while the database cannot be reached (providers retry on 503). */
 const RETRY_AFTER_SECONDS = 5;
 
 export interface AppOptions {
   /** Pino logger options; false for none (tests). */
   logger?: boolean | { level: string };
+  /** The logger to use (serve's, src/ops/logger.ts); wins over `logger`. */
+  loggerInstance?: FastifyBaseLogger;
 }
+
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { level: config.logLevel } }),
+    // One line per request, when it is answered; the probes' at debug.
+    logController: new RequestLogController(),
     trustProxy: trustFunction(config.trustProxy),
     bodyLimit: 1024 * 1024,
     // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.
@@ -89,6 +97,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = config.http.maxConnections;
 
+  // Failed sign-ins are limited per address: API keys and the admin token, and METRICS_TOKEN when it is set.
+  const guardsSignIn = (url: string) => guardsApiSignIn(url) || (config.metrics.token !== null && url.split("?")[0] === "/metrics");
   const state = { closing: false, forwarded: createForwardedNotice(config.trustProxy) };
   app.addHook("preClose", async () => {
     state.closing = true;
@@ -117,6 +127,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addSchema(InvoiceSchema);
   app.addSchema(CustomerSchema);
   app.addSchema(EventSchema);
+  app.addSchema(InvoiceEventSchema);
+  app.addSchema(DeliveryFailedEventSchema);
 
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
@@ -186,11 +198,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // operationIds, public routes' security, response descriptions, servers, examples: src/ops/openapi.ts.
     // What src/ops/openapi.ts completes (in place), then the versions and their header on every response.
     transformObject: (doc) => {
-      completeOpenApi("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject, {
+      const openapi = "openapiObject" in doc ? doc.openapiObject : doc.swaggerObject;
+      completeOpenApi(openapi, {
         prefixes: ["/api/admin", `/api/${config.apiNamespace}`, "/api"],
         examples: OPENAPI_EXAMPLES,
         requestExamples: REQUEST_EXAMPLES,
       });
+      // The outbound events: what storefront sends to the merchants' endpoints.
+      documentWebhooks(openapi as Record<string, unknown>, knownVersions().map((v) => v.version));
       return documentVersioning(doc);
     },
   });
@@ -198,6 +213,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(opsRoutes(services, state));
+  serveMetricsOnOwnPort(app, config, services.metrics);
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(invoicesRoutes(services), { prefix: `/api/${config.apiNamespace}` });
   await app.register(eventsRoutes(services), { prefix: `/api/${config.apiNamespace}` });

@@ -6,6 +6,7 @@ import path from "node:path";
 import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
+import type { LogFormat } from "./ops/logger.ts";
 
 /** The sandbox limits (docs/plugins.md, "Limits"), as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
@@ -22,6 +23,10 @@ export interface Config {
   adminToken: string | null;
   secretsKey: string | null;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** LOG_FORMAT: pretty (people) or json (machines); null decides by the terminal (src/ops/logger.ts). */
+  logFormat: LogFormat | null;
+  /** /metrics: on its own port (METRICS_PORT; null: the main port), behind a bearer token (METRICS_TOKEN; null: open). */
+  metrics: { port: number | null; token: string | null };
   rateLimit: { max: number; windowMs: number };
   webhookRateLimit: { max: number; windowMs: number };
   /** Deliveries nobody verified (rejected, unknown or disabled plugin), per store and client address. */
@@ -88,6 +93,7 @@ export function loadDotEnv(file = ".env"): void {
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const LOG_FORMATS: readonly LogFormat[] = ["pretty", "json"];
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const problems: string[] = [];
@@ -147,6 +153,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
+  const logFormatText = str("LOG_FORMAT", "");
+  const logFormat = logFormatText === "" ? null : (logFormatText as LogFormat);
+  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be pretty or json (unset: pretty on a terminal outside production, else json), got "${logFormatText}"`);
+
+  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? null : int("METRICS_PORT", 0, 1, 65535);
+  if (metricsPort !== null && metricsPort === port) problems.push(`METRICS_PORT must differ from PORT (${port}); unset it to serve /metrics on PORT`);
+  const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
+  if (metricsToken !== null && metricsToken.length < 16) problems.push(`METRICS_TOKEN must be at least 16 characters`);
+
   const list = (name: string): string[] =>
     str(name, "")
       .split(",")
@@ -196,6 +211,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     adminToken,
     secretsKey,
     logLevel,
+    logFormat,
+    metrics: { port: metricsPort, token: metricsToken },
     rateLimit: { max: int("RATE_LIMIT_MAX", 600, 1, 1e9), windowMs: int("RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000) },
     webhookRateLimit: {
       max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),
@@ -254,6 +271,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** The database for a person: the SQLite file, or PostgreSQL's host, port and database name (never the login). */
+export function describeDatabase(database: Config["database"]): string {
+  if (database.kind === "sqlite") return `SQLite ${database.file}`;
+  const url = new URL(database.url);
+  const name = decodeURIComponent(url.pathname.slice(1)) || "(the login's default database)";
+  return `PostgreSQL ${url.hostname}:${url.port || "5432"}/${name}`;
 }
 
 export function isValidSecretsKey(value: string): boolean {

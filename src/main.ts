@@ -6,6 +6,7 @@ import { registerConsoleCommands } from "./cli/console.commands.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
 import { registerInvoiceCommands } from "./cli/invoices.commands.ts";
 import { registerEventCommands } from "./cli/events.commands.ts";
+import { registerLocalTestingCommands } from "./cli/local-testing.commands.ts";
 import { registerPluginCommands } from "./cli/plugins.commands.ts";
 import { registerPluginTestCommand } from "./cli/plugins-test.command.ts";
 import { registerSecretsCommands } from "./cli/secrets.commands.ts";
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerInvoiceCommands(program);
   registerSecretsCommands(program);
   registerEventCommands(program);
+  registerLocalTestingCommands(program); // adds `endpoints test` and `plugins trigger`
   registerConsoleCommands(program);
   // Every command that prints a result takes --json; `serve` prints logs, which are JSON lines already.
   addJsonOptions(program, ["serve"]);

@@ -5,9 +5,9 @@ import type { Config } from "./config.ts";
 import { type Db, openDatabase } from "./db/database.ts";
 import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
-import { createEndpointSender, type EndpointSender } from "./events/endpoint-target.ts";
+import { createEndpointSender, type EndpointSender, type SendResult } from "./events/endpoint-target.ts";
 import { createEndpointsRepository } from "./events/endpoints.repository.ts";
-import { createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
+import { type AttemptReport, createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
 import { createEventsRepository } from "./events/events.repository.ts";
 import { createEventsService, type EventsService } from "./events/events.service.ts";
 import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
@@ -15,7 +15,8 @@ import { createInvoicesService, type InvoicesService } from "./invoices/invoices
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createSignInGuard, type SignInGuard } from "./auth/sign-in-guard.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
-import { createMetrics, instrumentSandbox, type Metrics, observeReadModel } from "./ops/metrics.ts";
+import { buildInfo } from "./ops/build.ts";
+import { createMetrics, instrumentSandbox, type Metrics, observeOutboundBacklog, observeReadModel } from "./ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
 import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
@@ -90,8 +91,19 @@ export interface ServiceOptions {
   checkSecretsKey?: boolean;
   /** Sees the text of every statement the services send through Kysely (tests count a payment's). */
   onQuery?: (sql: string, durationMs: number) => void;
+  /** Where the services report failures the operator must hear of (failed webhook attempts); serve passes its logger. */
+  log?: { warn(obj: object, msg: string): void };
   /** Event dispatch tuning (tests: a short attempt timeout and schedule). */
   dispatch?: Partial<DispatcherOptions> & { timeoutMs?: number; signingNow?: () => number };
+}
+
+/** What a failed webhook attempt's log line says: who did not take which event, and what follows. Never the answer's body. */
+function failedAttemptMessage(a: AttemptReport, result: SendResult): string {
+  const how = result.ok ? `answered ${result.status}` : `did not answer (${result.error})`;
+  // A refused address is the operator's to allow, on the server that sends.
+  const hint = !result.ok && result.error.includes("private or reserved") ? "; ENDPOINT_ALLOW (host:port) in the server's environment allows it" : "";
+  const next = a.outcome === "gone" ? "endpoint disabled" : a.outcome === "exhausted" ? "given up after the last retry" : "will be retried";
+  return `webhook attempt ${a.attempt} of event ${a.eventId} failed: endpoint ${a.endpointId} ${how}; ${next}${hint}`;
 }
 
 /** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
@@ -115,7 +127,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   if (options.migrate ?? true) await db.migrate();
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db);
-  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect });
+  const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect, build: buildInfo() });
   const sandbox = instrumentSandbox(options.warmSandbox ? createSandbox(config.plugin) : lazySandbox(config.plugin), metrics, config.plugin.poolSize);
   const box = createSecretBox(resolveSecretsKey(config).key);
   if (options.checkSecretsKey) {
@@ -152,16 +164,18 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     now,
   });
   const sender: EndpointSender = createEndpointSender(config.events.endpointAllow, options.dispatch?.timeoutMs ?? DELIVERY_TIMEOUT_MS);
+  const endpoints = createEndpointsRepository(db.kysely);
+  observeOutboundBacklog(metrics, () => endpoints.backlog(now()), now);
   const events = createEventsService({
     db: db.kysely,
     events: createEventsRepository(db.kysely),
-    endpoints: createEndpointsRepository(db.kysely),
+    endpoints,
     box,
     policy: sender.policy,
+    sender,
     sequencer,
     retentionDays: config.events.retentionDays,
     now,
-    sender,
   });
   const { timeoutMs: _timeout, signingNow, ...dispatchOptions } = options.dispatch ?? {};
   // PostgreSQL: the dispatcher's own small pool, so sending events never takes a connection a payment waits for.
@@ -173,14 +187,17 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     sender,
     now,
     ...(signingNow ? { signingNow } : {}),
-    onAttempt: (result, createdAt) => {
-      const delivered = result.ok && result.status >= 200 && result.status < 300;
-      metrics.eventAttempts.inc({ result: delivered ? "delivered" : result.ok ? "rejected" : "failed" });
-      if (delivered) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
+    onAttempt: (result, createdAt, attempt) => {
+      const succeeded = attempt.outcome === "succeeded";
+      // `succeeded` as the attempt's record says; its `failed` is split by how the receiver failed.
+      metrics.eventAttempts.inc({ result: succeeded ? "succeeded" : result.ok ? "rejected" : "no_answer" });
+      if (succeeded) metrics.eventDeliveryLag.observe(Math.max(0, now() - createdAt) / 1000);
+      else options.log?.warn({ ...attempt, ...(result.ok ? { status: result.status } : { error: result.error }) }, failedAttemptMessage(attempt, result));
     },
     // Half the slots at most for one endpoint: a slow one never takes all of them.
     options: { concurrency: config.events.dispatchConcurrency, perEndpoint: Math.max(1, Math.floor(config.events.dispatchConcurrency / 2)), ...dispatchOptions },
   });
+  metrics.trackLoop("event_dispatcher", () => dispatcher.lastSuccessAt());
   const customersRepo = createCustomersRepository(db);
   const keyCache = createKeyCache<AuthenticatedKey>(changes, KEY_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);

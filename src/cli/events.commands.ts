@@ -1,7 +1,10 @@
 // `storefront endpoints …` and `storefront events …`: outbound webhooks on the local database, through
-// the same service as the admin API (add an endpoint, list attempts, re-send an event).
+// the same service as the admin API (add an endpoint, list attempts, re-send an event). Adding or changing
+// an endpoint asks the running service when it can (its ENDPOINT_ALLOW decides): src/cli/service-client.ts.
 import { InvalidArgumentError, type Command } from "commander";
-import { emitList, type JsonOption, printJson, printTable, withServices } from "./context.ts";
+import { emit, emitList, type JsonOption, printJson, printTable, withServices } from "./context.ts";
+import { SERVICE_HELP, type ServerOption, viaServiceOrDatabase } from "./service-client.ts";
+import type { AttemptView } from "../events/events.service.ts";
 
 const types = (v: string) =>
   v
@@ -27,16 +30,21 @@ export function registerEventCommands(program: Command): void {
     .option("--description <text>", "a label")
     .option("--disabled", "add it disabled")
     .option("--api-version <version>", "the API version its events are rendered in (default: the current one)")
-    .action(async (opts: { store: string; url: string; types?: string[]; description?: string; disabled?: boolean; apiVersion?: string }) => {
-      await withServices(async (s) =>
-        printJson(
-          await s.events.createEndpoint(opts.store, {
-            url: opts.url,
-            ...(opts.types ? { types: opts.types } : {}),
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-            ...(opts.disabled ? { enabled: false } : {}),
-            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
-          }),
+    .option("--server <url>", "the running service to ask (default: http://HOST:PORT of this configuration)")
+    .addHelpText("after", SERVICE_HELP)
+    .action(async (opts: ServerOption & { store: string; url: string; types?: string[]; description?: string; disabled?: boolean; apiVersion?: string }) => {
+      const input = {
+        url: opts.url,
+        ...(opts.types ? { types: opts.types } : {}),
+        ...(opts.description !== undefined ? { description: opts.description } : {}),
+        ...(opts.disabled ? { enabled: false } : {}),
+        ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
+      };
+      printJson(
+        await viaServiceOrDatabase(
+          opts.server,
+          (c) => c.request("POST", `/stores/${encodeURIComponent(opts.store)}/endpoints`, input),
+          (s) => s.events.createEndpoint(opts.store, input),
         ),
       );
     });
@@ -64,17 +72,22 @@ export function registerEventCommands(program: Command): void {
     .option("--enable", "enable it")
     .option("--disable", "disable it")
     .option("--api-version <version>", "render its events in this API version from now on")
-    .action(async (endpointId: string, opts: { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean; apiVersion?: string }) => {
+    .option("--server <url>", "the running service to ask (default: http://HOST:PORT of this configuration)")
+    .addHelpText("after", SERVICE_HELP)
+    .action(async (endpointId: string, opts: ServerOption & { store: string; url?: string; types?: string[]; description?: string; enable?: boolean; disable?: boolean; apiVersion?: string }) => {
       if (opts.enable && opts.disable) throw new InvalidArgumentError("give --enable or --disable, not both");
-      await withServices(async (s) =>
-        printJson(
-          await s.events.updateEndpoint(opts.store, endpointId, {
-            ...(opts.url !== undefined ? { url: opts.url } : {}),
-            ...(opts.types !== undefined ? { types: opts.types } : {}),
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-            ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
-            ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
-          }),
+      const input = {
+        ...(opts.url !== undefined ? { url: opts.url } : {}),
+        ...(opts.types !== undefined ? { types: opts.types } : {}),
+        ...(opts.description !== undefined ? { description: opts.description } : {}),
+        ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
+        ...(opts.apiVersion !== undefined ? { version: opts.apiVersion } : {}),
+      };
+      printJson(
+        await viaServiceOrDatabase(
+          opts.server,
+          (c) => c.request("PATCH", `/stores/${encodeURIComponent(opts.store)}/endpoints/${encodeURIComponent(endpointId)}`, input),
+          (s) => s.events.updateEndpoint(opts.store, endpointId, input),
         ),
       );
     });
@@ -83,10 +96,10 @@ export function registerEventCommands(program: Command): void {
     .command("remove <endpointId>")
     .description("remove an endpoint (what was still queued for it is cancelled)")
     .requiredOption("--store <storeId>", "store id")
-    .action(async (endpointId: string, opts: { store: string }) => {
+    .action(async (endpointId: string, opts: JsonOption & { store: string }) => {
       await withServices(async (s) => {
         await s.events.removeEndpoint(opts.store, endpointId);
-        process.stdout.write(`removed ${endpointId}\n`);
+        emit(opts, { id: endpointId, removed: true }, () => process.stdout.write(`removed ${endpointId}\n`));
       });
     });
 
@@ -104,12 +117,15 @@ export function registerEventCommands(program: Command): void {
     .requiredOption("--store <storeId>", "store id")
     .option("--event <eventId>", "only this event's attempts")
     .option("--limit <n>", "how many", positive, 50)
-    .action(async (endpointId: string, opts: { store: string; event?: string; limit: number }) => {
+    .action(async (endpointId: string, opts: JsonOption & { store: string; event?: string; limit: number }) => {
       await withServices(async (s) => {
-        const { attempts } = await s.events.attempts(opts.store, endpointId, { limit: opts.limit, ...(opts.event ? { eventId: opts.event } : {}) });
-        printTable(
-          attempts.map((a) => ({ ...a, durationMs: Math.round(a.durationMs), detail: (a.error ?? a.responseExcerpt).replace(/\s+/g, " ").slice(0, 60) })),
-          ["createdAt", "eventId", "attempt", "outcome", "responseStatus", "durationMs", "detail"],
+        const { attempts, nextCursor } = await s.events.attempts(opts.store, endpointId, { limit: opts.limit, ...(opts.event ? { eventId: opts.event } : {}) });
+        // --json: the admin API's page shape.
+        emit(opts, { data: attempts, pagination: { limit: opts.limit, nextCursor } }, () =>
+          printTable(
+            attempts.map((a) => ({ ...a, durationMs: Math.round(a.durationMs), detail: attemptDetail(a) })),
+            ["createdAt", "eventId", "attempt", "outcome", "responseStatus", "durationMs", "detail"],
+          ),
         );
       });
     });
@@ -120,17 +136,20 @@ export function registerEventCommands(program: Command): void {
     .command("list")
     .description("the store's events, oldest first (as the feed shows them)")
     .requiredOption("--store <storeId>", "store id")
-    .option("--types <types>", "comma-separated event types")
+    .option("--types <types>", "comma-separated event types", types)
     .option("--cursor <cursor>", "continue after this position (printed at the end)")
     .option("--limit <n>", "how many", positive, 100)
-    .action(async (opts: { store: string; types?: string[]; cursor?: string; limit: number }) => {
+    .action(async (opts: JsonOption & { store: string; types?: string[]; cursor?: string; limit: number }) => {
       await withServices(async (s) => {
         const page = await s.events.feed(opts.store, { limit: opts.limit, ...(opts.types ? { types: opts.types.join(",") } : {}), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
-        printTable(
-          page.events.map((e) => ({ id: e.id, type: e.type, createdAt: e.createdAt, subject: subject(e.data) })),
-          ["id", "type", "createdAt", "subject"],
-        );
-        process.stdout.write(`next cursor: ${page.nextCursor}\n`);
+        // --json: a list in the admin API's page shape; `nextCursor` continues as --cursor.
+        emit(opts, { data: page.events, pagination: { limit: opts.limit, nextCursor: page.nextCursor } }, () => {
+          printTable(
+            page.events.map((e) => ({ id: e.id, type: e.type, createdAt: e.createdAt, subject: subject(e.data) })),
+            ["id", "type", "createdAt", "subject"],
+          );
+          process.stdout.write(`next cursor: ${page.nextCursor}\n`);
+        });
       });
     });
 
@@ -150,6 +169,19 @@ export function registerEventCommands(program: Command): void {
     .action(async (eventId: string, opts: { store: string; endpoint?: string }) => {
       await withServices(async (s) => printJson(await s.events.resend(opts.store, eventId, opts.endpoint)));
     });
+}
+
+/**
+ * The table's last column: why no answer came, in full (it names the fix), else the start of the answer,
+ * cut at a word with an ellipsis.
+ */
+function attemptDetail(a: AttemptView): string {
+  if (a.error !== null) return a.error.replace(/\s+/g, " ");
+  const text = a.responseExcerpt.replace(/\s+/g, " ").trim();
+  if (text.length <= 60) return text;
+  const cut = text.slice(0, 60);
+  const space = cut.lastIndexOf(" ");
+  return `${space > 30 ? cut.slice(0, space) : cut}…`;
 }
 
 function subject(data: Record<string, unknown>): string {

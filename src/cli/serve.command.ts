@@ -1,6 +1,6 @@
 // `storefront serve`: migrate, listen, and on SIGTERM/SIGINT finish the requests in flight, then exit.
 import type { Command } from "commander";
-import type { Config } from "../config.ts";
+import { type Config, describeDatabase } from "../config.ts";
 import { CliError, cliConfig, openServices } from "./context.ts";
 import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
 import { startFollowers } from "../ops/followers.ts";
@@ -15,9 +15,11 @@ export function registerServeCommand(program: Command): void {
     .description("migrate the database and serve the HTTP API")
     .action(async () => {
       const config = cliConfig();
-      const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true });
+      const { createLogger } = await import("../ops/logger.ts");
+      const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+      const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true, log: logger });
       const { buildApp } = await import("../app.ts");
-      const app = await buildApp(services);
+      const app = await buildApp(services, { loggerInstance: logger });
       // The console's bundle is built now, not on its first visitor's request.
       const { consoleBundle } = await import("../console/console.assets.ts");
       await consoleBundle();
@@ -67,7 +69,8 @@ export function registerServeCommand(program: Command): void {
         await services.close().catch(() => {});
         throw problem;
       }
-      const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
+      const where = describeDatabase(config.database);
+      const admin = config.adminToken === null ? "admin API off (no ADMIN_TOKEN)" : "admin API on";
       prune();
       // Pending invoices past INVOICE_PAYMENT_WINDOW_MINUTES: claimed in batches, so every process may run it.
       if (!stopping) expiry = startBackgroundLoop(
@@ -79,6 +82,7 @@ export function registerServeCommand(program: Command): void {
         },
         app.log,
       );
+      if (expiry !== null) services.metrics.trackLoop("invoice_expiry", expiry.lastSuccessAt);
       // What follows a commit: the read model's documents and the events' numbers (kicked by this process's
       // payments, and looking for other processes' work every FOLLOW_INTERVAL_MS).
       if (!stopping) {
@@ -86,7 +90,7 @@ export function registerServeCommand(program: Command): void {
       }
       // Outbound webhooks: this process claims its share of the queued events.
       services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
-      app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
+      app.log.info({ database: where, adminApi: config.adminToken !== null }, `storefront serving on http://${config.host}:${config.port} (${where}); ${admin}; API docs at /docs`);
     });
 }
 

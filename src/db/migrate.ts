@@ -52,6 +52,11 @@ const migrations: Record<string, MigrationModule> = {
   "0021_console_workbench": m0021,
 };
 
+/** The last migration this build knows: the schema version a database is at once migrated. */
+export function latestMigration(): string {
+  return Object.keys(migrations).at(-1)!;
+}
+
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
   return migrateTo(db, ctx, null);
 }

@@ -12,6 +12,13 @@ const GROUP_GATHER_MS = 25;
 
 export type AttemptOutcome = "succeeded" | "failed" | "exhausted" | "gone";
 
+/** What an attempt's result means for its delivery: done, retried, given up (the last retry), or 410. */
+export function attemptOutcome(result: SendResult, attemptNumber: number, retries: number): AttemptOutcome {
+  const status = result.ok ? result.status : null;
+  if (status !== null && status >= 200 && status < 300) return "succeeded";
+  return status === 410 ? "gone" : attemptNumber > retries ? "exhausted" : "failed";
+}
+
 /** The claimed delivery an attempt was made for. */
 export interface AttemptedTask {
   id: string;
@@ -40,10 +47,8 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
   const opts = { schedule: deps.schedule, disableAfterFailingMs: deps.disableAfterFailingMs };
 
   async function record(task: AttemptedTask, result: SendResult): Promise<void> {
-    const number = task.attempts + 1;
-    const status = result.ok ? result.status : null;
-    if (status !== null && status >= 200 && status < 300) return recordSuccess({ task, status, excerpt: result.ok ? result.excerpt : "", headers: result.ok ? result.headers : {}, durationMs: result.durationMs });
-    const outcome: AttemptOutcome = status === 410 ? "gone" : number > opts.schedule.length ? "exhausted" : "failed";
+    const outcome = attemptOutcome(result, task.attempts + 1, opts.schedule.length);
+    if (outcome === "succeeded" && result.ok) return recordSuccess({ task, status: result.status, excerpt: result.excerpt, headers: result.headers, durationMs: result.durationMs });
     return recordFailure(task, result, outcome);
   }
 

@@ -1,19 +1,13 @@
 // What a merchant does to one endpoint beyond editing it, as Svix's App Portal offers: reveal its signing
-// secret, send it a test event now (signed like every event, answered here with the receiver's status,
-// headers and body, and recorded nowhere: a test is not an event of the store's feed), and recover the
-// events whose delivery to it failed since a time (queued again, as a resend would).
-import { randomBytes } from "node:crypto";
+// secret, and recover the events whose delivery to it failed since a time (queued again, as a resend
+// would). Sending it an example event now is endpoint-example.ts.
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { isoTime } from "../lib/list-query.ts";
-import { OPENAPI_EXAMPLES } from "../ops/openapi.examples.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
-import type { EndpointSender } from "./endpoint-target.ts";
 import type { EndpointRow } from "./endpoints.repository.ts";
 import { queueDeliveries } from "./events.repository.ts";
-import type { EventType } from "./events.types.ts";
-import { webhookHeaders } from "./webhook-signing.ts";
 
 /** Events recovered in one request at most: a larger backlog takes a few requests (each says how many are left). */
 const RECOVER_BATCH = 500;
@@ -23,16 +17,6 @@ export interface EndpointSecretView {
   secret: string;
   previousSecret: string | null;
   previousSecretExpiresAt: string | null;
-}
-
-export interface TestSendView {
-  eventId: string;
-  type: string;
-  responseStatus: number | null;
-  responseHeaders: Record<string, string>;
-  responseExcerpt: string;
-  error: string | null;
-  durationMs: number;
 }
 
 /** The signing secrets still valid: the current one, and the previous one during its 24 hours. */
@@ -46,27 +30,6 @@ export function validSecrets(box: SecretBox, row: EndpointRow, now: number): { c
 export function revealSecret(box: SecretBox, row: EndpointRow, now: number): EndpointSecretView {
   const { current, previous } = validSecrets(box, row, now);
   return { id: row.id, secret: current, previousSecret: previous, previousSecretExpiresAt: previous === null ? null : isoTime(Number(row.previous_secret_expires_at)) };
-}
-
-/** An example payload of the type, in the shape the store's real events have (its data from the API's examples). */
-export function exampleEvent(type: EventType, id: string, createdAt: number): { id: string; type: string; createdAt: string; data: Record<string, unknown> } {
-  const data =
-    type === "delivery.failed"
-      ? { delivery: { id: "dlv_test", pluginName: "stripe", outcome: "plugin_error", status: 500, error: { kind: "script_error", message: "example", line: 1 } } }
-      : { invoice: { ...(OPENAPI_EXAMPLES.Invoice as Record<string, unknown>), status: type.slice("invoice.".length).replace("created", "pending") } };
-  return { id, type, createdAt: isoTime(createdAt), data };
-}
-
-export async function sendTestEvent(sender: EndpointSender, box: SecretBox, row: EndpointRow, type: EventType, now: number): Promise<TestSendView> {
-  const id = `evt_test_${randomBytes(10).toString("hex")}`;
-  const body = JSON.stringify(exampleEvent(type, id, now));
-  const { current, previous } = validSecrets(box, row, now);
-  // Signed on the wall clock: the receiver checks the timestamp against its own.
-  const headers = webhookHeaders(previous === null ? [current] : [current, previous], id, Math.floor(Date.now() / 1000), body);
-  const r = await sender.send(row.url, headers, body);
-  return r.ok
-    ? { eventId: id, type, responseStatus: r.status, responseHeaders: r.headers, responseExcerpt: r.excerpt, error: null, durationMs: r.durationMs }
-    : { eventId: id, type, responseStatus: null, responseHeaders: {}, responseExcerpt: "", error: r.error, durationMs: r.durationMs };
 }
 
 /** Queues again every event whose delivery to the endpoint failed (or was cancelled) since `since`, and has not succeeded since. */

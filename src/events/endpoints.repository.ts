@@ -1,5 +1,5 @@
 // Outbound webhook endpoints and the record of every attempt made to them.
-import type { Kysely, Selectable, Updateable } from "kysely";
+import { type Kysely, type Selectable, SqliteAdapter, type Transaction, type Updateable, sql } from "kysely";
 import type { Database, EventAttemptsTable, EventEndpointsTable } from "../db/schema.ts";
 import type { Cursor } from "../lib/list-query.ts";
 import { takePage } from "../lib/paging.ts";
@@ -19,6 +19,19 @@ export interface EndpointsRepository {
   attempts(storeId: string, endpointId: string, options: { limit: number; after: Cursor | null; eventId?: string }): Promise<{ attempts: AttemptWithDelivery[]; next: Cursor | null }>;
   /** Cancels the endpoint's pending deliveries (it was disabled). */
   cancelPending(endpointId: string, at: number): Promise<void>;
+  /** What is still to be sent, every store together (metrics); read through the pending deliveries' index. */
+  backlog(now: number): Promise<OutboundBacklog>;
+}
+
+/** Deliveries still to be sent, by state, and when the oldest of them was queued. */
+export interface OutboundBacklog {
+  /** Due now, waiting for a slot or the next look. */
+  due: number;
+  /** Failed before, waiting for their retry time. */
+  retrying: number;
+  /** Claimed by a process, an attempt under way. */
+  inFlight: number;
+  oldestCreatedAt: number | null;
 }
 
 export function createEndpointsRepository(db: Kysely<Database>): EndpointsRepository {
@@ -57,8 +70,50 @@ export function createEndpointsRepository(db: Kysely<Database>): EndpointsReposi
       const { page, next } = takePage(rows, limit);
       return { attempts: page, next };
     },
+    async backlog(now) {
+      const row = await db
+        .selectFrom("event_deliveries")
+        .select((eb) => [
+          eb.fn.sum<number | string | null>(sql`case when claim_token is not null then 1 else 0 end`).as("in_flight"),
+          eb.fn.sum<number | string | null>(sql`case when claim_token is null and next_attempt_at <= ${now} then 1 else 0 end`).as("due"),
+          eb.fn.sum<number | string | null>(sql`case when claim_token is null and next_attempt_at > ${now} then 1 else 0 end`).as("retrying"),
+          eb.fn.min("created_at").as("oldest"),
+        ])
+        // A literal, as the dispatcher's claim: SQLite uses the partial index only for a condition it can see.
+        .where("status", "=", sql.lit("pending"))
+        .executeTakeFirstOrThrow();
+      return { due: Number(row.due ?? 0), retrying: Number(row.retrying ?? 0), inFlight: Number(row.in_flight ?? 0), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+    },
     async cancelPending(endpointId, at) {
       await db.updateTable("event_deliveries").set({ status: "cancelled", updated_at: at }).where("endpoint_id", "=", endpointId).where("status", "=", "pending").execute();
     },
   };
+}
+
+/**
+ * A manual resend's plan, in the resend's transaction: the endpoints it goes to (one, or every enabled one
+ * that wants the type), their rows locked on PostgreSQL so that two resends of one event queue it once,
+ * and the deliveries of this event to them still pending: those are sent (brought forward) rather than
+ * queued a second time.
+ */
+export async function resendPlan(tx: Transaction<Database>, event: { id: string; storeId: string; type: string }, endpointId: string | undefined) {
+  let q = tx.selectFrom("event_endpoints").select(["id", "types"]).where("store_id", "=", event.storeId).where("enabled", "=", 1);
+  if (endpointId !== undefined) q = q.where("id", "=", endpointId);
+  if (!(tx.getExecutor().adapter instanceof SqliteAdapter)) q = q.orderBy("id").forUpdate();
+  const targets = (await q.execute()).filter((e) => endpointId !== undefined || e.types === "" || e.types.split(" ").includes(event.type)).map((e) => e.id);
+  if (targets.length === 0) return { targets, pending: [] };
+  const pending = await tx
+    .selectFrom("event_deliveries")
+    .select(["id", "endpoint_id", "claim_token"])
+    .where("event_id", "=", event.id)
+    .where("endpoint_id", "in", targets)
+    .where("status", "=", sql.lit("pending"))
+    .execute();
+  return { targets, pending };
+}
+
+/** Pending deliveries made due now, unless an attempt is under way (its result decides what follows). */
+export async function bringForward(tx: Transaction<Database>, deliveryIds: string[], at: number): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx.updateTable("event_deliveries").set({ next_attempt_at: at, updated_at: at }).where("id", "in", deliveryIds).where("claim_token", "is", null).where("status", "=", "pending").execute();
 }

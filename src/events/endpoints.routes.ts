@@ -4,7 +4,17 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { Nullable, errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
-import { AttemptSchema, AttemptsQuerySchema, CreatedEndpointSchema, EndpointBodySchema, EndpointPatchSchema, EndpointSchema, EventListQuerySchema } from "./events.schemas.ts";
+import {
+  AttemptSchema,
+  AttemptsQuerySchema,
+  CreatedEndpointSchema,
+  EndpointBodySchema,
+  EndpointPatchSchema,
+  EndpointSchema,
+  EventListQuerySchema,
+  EventTypeSchema,
+  ExampleSentSchema,
+} from "./events.schemas.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
@@ -81,6 +91,30 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
       async (request) => services.events.rotateSecret(request.params.storeId, request.params.endpointId),
     );
 
+    app.post(
+      "/stores/:storeId/endpoints/:endpointId/test",
+      {
+        // A POST with no body at all sends the default type.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+        schema: {
+          operationId: "testEndpoint",
+          tags,
+          security,
+          summary: "Send an example event to the endpoint now, signed like real ones, and see its answer",
+          description:
+            "The example of the chosen type (the webhooks section shows them) with a fresh id and the current time, rendered in the endpoint's API version and signed with its secret, " +
+            "sent once by this process (under ENDPOINT_ALLOW) whether the endpoint is enabled or not. It is not an event of the store: not in the feed, not retried, not recorded as an attempt. " +
+            "200 whatever the endpoint answered: `ok` says whether it took it.",
+          params: EndpointParams,
+          body: Type.Object({ type: Type.Optional(EventTypeSchema) }, { additionalProperties: false, description: "Optional: the event type (default invoice.completed)." }),
+          response: { 200: ExampleSentSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => services.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
+    );
+
     app.get(
       "/stores/:storeId/endpoints/:endpointId/secret",
       {
@@ -97,34 +131,6 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
         },
       },
       async (request) => services.events.revealSecret(request.params.storeId, request.params.endpointId),
-    );
-
-    app.post(
-      "/stores/:storeId/endpoints/:endpointId/test",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Send a test event to the endpoint now and see its answer",
-          description:
-            "An example event of `type` (id `evt_test_…`, example data), signed with the endpoint's secret like every event, sent at once, also to a disabled endpoint. The answer (status, headers, the first KiB of the body) comes back here; nothing is recorded and the store's feed does not show it.",
-          params: EndpointParams,
-          body: Type.Object({ type: Type.String({ minLength: 1, maxLength: 100, examples: ["invoice.completed"] }) }, { additionalProperties: false }),
-          response: {
-            200: Type.Object({
-              eventId: Type.String(),
-              type: Type.String(),
-              responseStatus: Nullable(Type.Integer()),
-              responseHeaders: Type.Record(Type.String(), Type.String()),
-              responseExcerpt: Type.String(),
-              error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, address refused)." })),
-              durationMs: Type.Number(),
-            }),
-            ...errorResponses(400, 401, 404),
-          },
-        },
-      },
-      async (request) => services.events.sendTest(request.params.storeId, request.params.endpointId, request.body.type),
     );
 
     app.post(

@@ -10,14 +10,14 @@ import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Dialect } from "../db/database.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
-import { type AttemptedTask, createAttemptRecorder } from "./attempt-recorder.ts";
+import { type AttemptedTask, type AttemptOutcome, attemptOutcome, createAttemptRecorder } from "./attempt-recorder.ts";
 import type { EndpointSender, SendResult } from "./endpoint-target.ts";
 import { renderEventJson } from "./event-render.ts";
 import { onDeliveriesQueued } from "./events.repository.ts";
 import { CURRENT_API_VERSION } from "./events.types.ts";
 import { versionForStored } from "../versioning/registry.ts";
 import { openEndpointSecrets } from "./events.service.ts";
-import { webhookHeaders } from "./webhook-signing.ts";
+import { signingSecrets, webhookHeaders } from "./webhook-signing.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -62,8 +62,19 @@ export interface DispatcherDeps {
   signingNow?: () => number;
   options?: Partial<DispatcherOptions>;
   onError?: (err: unknown) => void;
-  /** Told of every attempt's result (metrics), with the event's creation time. */
-  onAttempt?: (result: SendResult, eventCreatedAt: number) => void;
+  /** Told of every attempt's result (metrics, the log), with the event's creation time and what it was. */
+  onAttempt?: (result: SendResult, eventCreatedAt: number, attempt: AttemptReport) => void;
+}
+
+/** Which attempt an `onAttempt` call is about, and what follows it. */
+export interface AttemptReport {
+  storeId: string;
+  endpointId: string;
+  deliveryId: string;
+  eventId: string;
+  /** 1 for the first try. */
+  attempt: number;
+  outcome: AttemptOutcome;
 }
 
 export interface Dispatcher {
@@ -73,6 +84,8 @@ export interface Dispatcher {
   stop(): Promise<void>;
   /** Sends everything due now, waiting for the answers; repeats until nothing is due. Returns the attempts made; throws what failed. */
   runDue(): Promise<number>;
+  /** Wall-clock milliseconds at which a look for due work last succeeded (claimed, or found nothing); null before. */
+  lastSuccessAt(): number | null;
 }
 
 /** A claimed delivery with what sending it needs: its event and its endpoint (p_*), read in the claim. */
@@ -113,6 +126,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let ticking: Promise<void> | null = null;
   let again = false;
   let unsubscribe: (() => void) | null = null;
+  let lastSuccess: number | null = null;
 
   /** The last claim filled every slot it asked for: more is probably due, so claim without reading first. */
   let busy = false;
@@ -189,15 +203,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await db.updateTable("event_deliveries").set({ status: "cancelled", claim_token: null, updated_at: now() }).where("id", "=", task.id).where("claim_token", "=", task.claim_token).execute();
       return;
     }
-    const secrets = openSecrets(task.p_secrets);
-    const valid = [secrets.current];
-    if (secrets.previous !== undefined && task.p_previous_expires !== null && task.p_previous_expires > now()) valid.push(secrets.previous);
+    const valid = signingSecrets(openSecrets(task.p_secrets), task.p_previous_expires === null ? null : Number(task.p_previous_expires), now());
     const body = renderEventJson({ id: task.event_id, type: task.e_type, data: task.e_data!, createdAt: Number(task.e_created_at) }, task.p_api_version ?? CURRENT_API_VERSION);
     // The receiver learns which shape it got, as an API client does from the response header.
     const headers = { ...webhookHeaders(valid, task.event_id, Math.floor(signingNow() / 1000), body), "storefront-version": versionForStored(task.p_api_version ?? CURRENT_API_VERSION).version };
     const result = await sender.send(task.p_url, headers, body);
     sent();
-    deps.onAttempt?.(result, Number(task.e_created_at));
+    const attempt = task.attempts + 1;
+    const outcome = attemptOutcome(result, attempt, opts.schedule.length);
+    deps.onAttempt?.(result, Number(task.e_created_at), { storeId: task.store_id, endpointId: task.endpoint_id, deliveryId: task.id, eventId: task.event_id, attempt, outcome });
     await recorder.record(task, result);
   }
 
@@ -245,6 +259,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     };
     // Reactions run asynchronously: `ticking` is cleared only after it was set, even when run() did no I/O.
     ticking = run()
+      .then(() => {
+        lastSuccess = Date.now();
+      })
       .catch(onError)
       .finally(() => {
         ticking = null;
@@ -304,5 +321,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         if (errors.length > 0) throw errors[0];
       }
     },
+    lastSuccessAt: () => lastSuccess,
   };
 }

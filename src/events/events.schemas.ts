@@ -1,7 +1,7 @@
 // Schemas of the event feed and of the endpoint administration (CONTRACT §9).
 import { Type } from "typebox";
 import { DateTime, Nullable, errorResponses } from "../lib/schemas.ts";
-import { EVENT_TYPES } from "./events.types.ts";
+import { EVENT_TYPES, INVOICE_EVENT_TYPES } from "./events.types.ts";
 
 export const EventSchema = Type.Object(
   {
@@ -11,6 +11,42 @@ export const EventSchema = Type.Object(
     data: Type.Object({}, { additionalProperties: true, description: "`{ invoice: Invoice }` for invoice.*, `{ delivery: {…} }` for delivery.failed." }),
   },
   { $id: "Event" },
+);
+
+/** An invoice.* event as webhooks and the feed carry it: the invoice as the list operation shows it then. */
+export const InvoiceEventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_…; also the webhook-id header, the same on every attempt and on a manual resend." }),
+    type: Type.String({ enum: [...INVOICE_EVENT_TYPES], description: "One per status the invoice enters; invoice.created at checkout." }),
+    createdAt: DateTime,
+    data: Type.Object({ invoice: Type.Ref("Invoice") }, { description: "The invoice at the moment of the change, with the change's log line." }),
+  },
+  { $id: "InvoiceEvent" },
+);
+
+/** delivery.failed: a payment plugin run errored, timed out or returned something that is not a valid result. */
+export const DeliveryFailedEventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_…; also the webhook-id header." }),
+    type: Type.Literal("delivery.failed"),
+    createdAt: DateTime,
+    data: Type.Object({
+      delivery: Type.Object({
+        id: Type.String({ description: "The delivery in the delivery log (storefront deliveries show <id>)." }),
+        pluginName: Type.String(),
+        outcome: Type.String({ enum: ["plugin_error", "plugin_timeout"] }),
+        status: Type.Integer({ description: "The HTTP status the payment provider was answered (500 or 504): it retries." }),
+        error: Nullable(
+          Type.Object({
+            kind: Type.String({ description: "script_error, invalid_result, timeout, memory_limit, killed, …" }),
+            message: Type.String(),
+            line: Type.Optional(Type.Integer({ description: "The script's line, when known." })),
+          }),
+        ),
+      }),
+    }),
+  },
+  { $id: "DeliveryFailedEvent" },
 );
 
 export const FeedQuerySchema = Type.Object(
@@ -39,7 +75,20 @@ export const FeedSchema = {
   },
 };
 
-const EventTypeSchema = Type.String({ enum: [...EVENT_TYPES] });
+export const EventTypeSchema = Type.String({ enum: [...EVENT_TYPES] });
+
+/** What an endpoint answered to an example event (POST …/endpoints/{endpointId}/test). */
+export const ExampleSentSchema = Type.Object({
+  endpointId: Type.String(),
+  eventId: Type.String({ description: "The example's id (a fresh evt_… each time), sent as webhook-id." }),
+  type: EventTypeSchema,
+  ok: Type.Boolean({ description: "The endpoint answered 2xx." }),
+  responseStatus: Nullable(Type.Integer()),
+  error: Nullable(Type.String({ description: "Why no answer came (timeout, connection refused, an address ENDPOINT_ALLOW does not list)." })),
+  responseHeaders: Type.Record(Type.String(), Type.String(), { description: "The answer's headers." }),
+  responseExcerpt: Type.String({ description: "The first KiB of the answer's body." }),
+  durationMs: Type.Number(),
+});
 
 export const EndpointSchema = Type.Object({
   id: Type.String(),

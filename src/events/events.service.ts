@@ -7,9 +7,10 @@ import { newId } from "../lib/ids.ts";
 import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../plugins/secrets.ts";
 import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
-import { endpointUrlProblem, type EndpointSender } from "./endpoint-target.ts";
-import { type EndpointSecretView, recoverFailed, revealSecret, sendTestEvent, type TestSendView } from "./endpoint-tools.ts";
-import type { AttemptWithDelivery, EndpointRow, EndpointsRepository } from "./endpoints.repository.ts";
+import { type EndpointSender, endpointUrlProblem } from "./endpoint-target.ts";
+import { type ExampleSent, sendExampleEvent } from "./endpoint-example.ts";
+import { type EndpointSecretView, recoverFailed, revealSecret } from "./endpoint-tools.ts";
+import { type AttemptWithDelivery, bringForward, type EndpointRow, type EndpointsRepository, resendPlan } from "./endpoints.repository.ts";
 import { renderEvent } from "./event-render.ts";
 import { queueDeliveries, type EventsRepository } from "./events.repository.ts";
 import { CURRENT_API_VERSION, EVENT_TYPES, isEventType, type EventBody } from "./events.types.ts";
@@ -80,10 +81,10 @@ export interface EventsService {
   pruneEvents(): Promise<number>;
   /** The endpoint's signing secret(s), for a merchant who lost it. */
   revealSecret(storeId: string, id: string): Promise<EndpointSecretView>;
-  /** Sends an example event of `type` now and answers with what the receiver said; records nothing. */
-  sendTest(storeId: string, id: string, type: string): Promise<TestSendView>;
   /** Queues again the events whose delivery to the endpoint failed since `since` (epoch ms). */
   recover(storeId: string, id: string, since: number): Promise<{ recovered: number; more: boolean }>;
+  /** Sends an example event of `type` to the endpoint now, from this process, and returns its answer (not recorded). */
+  sendExample(storeId: string, endpointId: string, type: string): Promise<ExampleSent>;
 }
 
 export interface EventsServiceDeps {
@@ -92,12 +93,12 @@ export interface EventsServiceDeps {
   endpoints: EndpointsRepository;
   box: SecretBox;
   policy: AddressPolicy;
+  /** Sends example events (the dispatcher's sender: the same address checks). */
+  sender: EndpointSender;
   /** Numbers committed events: a feed or listing read first numbers what committed before it. */
   sequencer: Sequencer;
   retentionDays: number;
   now: () => number;
-  /** Sends the console's test events (the dispatcher's own sender). */
-  sender?: EndpointSender;
 }
 
 export function openEndpointSecrets(box: SecretBox, sealed: string): EndpointSecrets {
@@ -283,9 +284,17 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
         const ep = await requireEndpoint(storeId, endpointId);
         if (ep.enabled !== 1) throw new AppError("conflict", `Endpoint ${endpointId} is disabled; enable it first`, { param: "endpointId" });
       }
-      const deliveries = await db.transaction().execute((tx) =>
-        queueDeliveries(tx, { id: event.id, storeId, type: event.type }, now(), endpointId === undefined ? {} : { endpointId, anyType: true }),
-      );
+      const at = now();
+      const deliveries = await db.transaction().execute(async (tx) => {
+        const target = { id: event.id, storeId, type: event.type };
+        // A delivery of this event still pending for an endpoint (a retry scheduled, or not sent yet) is sent
+        // now instead of queueing a second one: two deliveries would both be sent.
+        const { targets, pending } = await resendPlan(tx, target, endpointId);
+        await bringForward(tx, pending.filter((p) => p.claim_token === null).map((p) => p.id), at);
+        const out = pending.map((p) => ({ id: p.id, endpointId: p.endpoint_id }));
+        for (const id of targets.filter((t) => !pending.some((p) => p.endpoint_id === t))) out.push(...(await queueDeliveries(tx, target, at, { endpointId: id, anyType: true })));
+        return out;
+      });
       return { eventId, deliveries };
     },
 
@@ -329,15 +338,14 @@ export function createEventsService(deps: EventsServiceDeps): EventsService {
       return revealSecret(box, await requireEndpoint(storeId, id), now());
     },
 
-    async sendTest(storeId, id, type) {
-      const row = await requireEndpoint(storeId, id);
-      if (!isEventType(type)) throw new AppError("invalid_request", `unknown event type ${type}; known: ${EVENT_TYPES.join(", ")}`, { param: "type" });
-      if (deps.sender === undefined) throw new Error("events service built without a sender");
-      return sendTestEvent(deps.sender, box, row, type, now());
-    },
-
     async recover(storeId, id, since) {
       return recoverFailed(db, await requireEndpoint(storeId, id), since, now());
+    },
+
+    async sendExample(storeId, endpointId, type) {
+      if (!isEventType(type)) throw new AppError("invalid_request", `unknown event type ${type}; known: ${EVENT_TYPES.join(", ")}`, { param: "type" });
+      const endpoint = await requireEndpoint(storeId, endpointId);
+      return sendExampleEvent({ box, sender: deps.sender, openSecrets: (sealed) => openEndpointSecrets(box, sealed), now }, endpoint, type);
     },
 
     async pruneEvents() {

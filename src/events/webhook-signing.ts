@@ -22,3 +22,8 @@ export function webhookHeaders(secrets: readonly string[], messageId: string, ti
     "webhook-signature": secrets.map((s) => signPayload(s, messageId, timestampSeconds, body)).join(" "),
   };
 }
+
+/** The secrets that sign now: the current one, and during a rotation the previous one until it expires. */
+export function signingSecrets(secrets: { current: string; previous?: string }, previousExpiresAt: number | null, now: number): string[] {
+  return secrets.previous !== undefined && previousExpiresAt !== null && previousExpiresAt > now ? [secrets.current, secrets.previous] : [secrets.current];
+}

@@ -2,11 +2,14 @@
 // previous pass ended (never two at once), logs failures and keeps going. Each pass claims its work from
 // the database, so any number of processes can run the same loop. `kick()` asks for a pass soon (work was
 // just committed in this process): kicks while a pass runs are folded into one more pass after it.
-// stop() waits for the pass in flight.
+// stop() waits for the pass in flight. When the last pass succeeded is observable (metrics): a loop that
+// keeps failing, or is stuck in a pass, stops moving it.
 export interface BackgroundLoop {
   /** A pass as soon as the one in flight (if any) ends; repeated kicks are folded into one. */
   kick(): void;
   stop(): Promise<void>;
+  /** Wall-clock milliseconds at which the last pass ended without an error; null before the first. */
+  lastSuccessAt(): number | null;
 }
 
 export interface LoopLogger {
@@ -23,12 +26,16 @@ export function startBackgroundLoop(name: string, intervalMs: number, pass: () =
   let running: Promise<void> | null = null;
   let kicked = false;
   let stopped = false;
+  let lastSuccess: number | null = null;
   const kickDelay = () => (typeof options.kickDelayMs === "function" ? options.kickDelayMs() : (options.kickDelayMs ?? 0));
 
   const tick = () => {
     timer = null;
     kicked = false;
     running = pass()
+      .then(() => {
+        lastSuccess = Date.now();
+      })
       .catch((err: unknown) => log.error({ err, loop: name }, `${name} failed; retrying in ${Math.round(intervalMs / 1000)} s`))
       .finally(() => {
         running = null;
@@ -54,5 +61,6 @@ export function startBackgroundLoop(name: string, intervalMs: number, pass: () =
       timer = null;
       await running;
     },
+    lastSuccessAt: () => lastSuccess,
   };
 }

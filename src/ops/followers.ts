@@ -33,6 +33,8 @@ export function startFollowers(services: Services, log: LoopLogger): BackgroundL
   );
   // Feed reads number their store's events themselves: the loop only needs to fold a burst into few passes.
   const sequencer = startBackgroundLoop("event sequencer", FOLLOW_INTERVAL_MS, async () => void (await services.sequencer.run()), log, { kickDelayMs: 50 });
+  services.metrics.trackLoop("readmodel_projector", () => projector.lastSuccessAt());
+  services.metrics.trackLoop("event_sequencer", () => sequencer.lastSuccessAt());
   services.onCommitted(() => {
     projector.kick();
     sequencer.kick();

@@ -4,6 +4,7 @@
 // however many stores there are. docs/operations.md lists them with the questions they answer.
 import type pg from "pg";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { OutboundBacklog } from "../events/endpoints.repository.ts";
 import type { RunOutcome, Sandbox } from "../sandbox/index.ts";
 
 export interface Metrics {
@@ -17,16 +18,23 @@ export interface Metrics {
   sandboxQueueWait: Histogram;
   /** Webhook responses (POST /api/paymentPlugins) by HTTP status, rate-limited and invalid requests included. */
   webhookResponses: Counter<"status">;
-  /** Outbound webhook attempts (CONTRACT §9) by result: delivered (2xx), rejected (another status), failed (no answer). */
+  /** Outbound webhook attempts by result: succeeded (2xx), rejected (another status), no_answer (timeout, network, refused address). */
   eventAttempts: Counter<"result">;
   /** From an event's commit to its delivery to an endpoint (first 2xx): how far behind the merchant's systems are. */
   eventDeliveryLag: Histogram;
+  /** Reports a background loop's last successful pass (storefront_loop_last_success_timestamp_seconds). */
+  trackLoop(loop: LoopName, lastSuccessAt: () => number | null): void;
 }
+
+/** The background loops `serve` runs, each in every process (each pass claims its work in the database). */
+export type LoopName = "invoice_expiry" | "event_dispatcher" | "readmodel_projector" | "event_sequencer";
 
 export interface MetricSources {
   /** The PostgreSQL pool, whose connections are reported; null on SQLite (one synchronous connection, no pool). */
   pgPool?: pg.Pool | null;
   dialect?: "sqlite" | "postgres";
+  /** What runs: the release and the schema version (the last migration this build applies). */
+  build?: { release: string; schema: string };
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
@@ -36,6 +44,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
+  const trackLoop = deploymentGauges(registry, sources.build);
   if (sources.dialect !== undefined) {
     new Gauge({ name: "storefront_db_info", help: "The database in use (value 1).", labelNames: ["dialect"], registers }).set({ dialect: sources.dialect }, 1);
   }
@@ -104,7 +113,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     }),
     eventAttempts: new Counter({
       name: "storefront_event_attempts_total",
-      help: "Outbound webhook attempts by result: delivered (2xx), rejected (any other status), failed (timeout, network error, refused address).",
+      help: "Outbound webhook attempts by result: succeeded (2xx), rejected (any other status), no_answer (timeout, network error, refused address).",
       labelNames: ["result"],
       registers,
     }),
@@ -114,7 +123,65 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 1800, 7200, 36000, 172800],
       registers,
     }),
+    trackLoop,
   };
+}
+
+/** What a deployment of several processes asks of each: which build it runs, and whether its loops still succeed. */
+function deploymentGauges(registry: Registry, build: MetricSources["build"]): Metrics["trackLoop"] {
+  const registers = [registry];
+  if (build !== undefined) {
+    // Which release each process runs: during a rolling upgrade two values show up side by side.
+    new Gauge({ name: "storefront_build_info", help: "The release and schema version this process runs (value 1).", labelNames: ["release", "schema"], registers }).set(build, 1);
+  }
+  const loops = new Map<LoopName, () => number | null>();
+  new Gauge({
+    name: "storefront_loop_last_success_timestamp_seconds",
+    help: "Unix time of a background loop's last successful pass in this process (0: none yet). Alert when time() minus it grows.",
+    labelNames: ["loop"],
+    registers,
+    collect() {
+      for (const [loop, lastSuccessAt] of loops) this.set({ loop }, (lastSuccessAt() ?? 0) / 1000);
+    },
+  });
+  return (loop, lastSuccessAt) => void loops.set(loop, lastSuccessAt);
+}
+
+/**
+ * What is still to be sent to the merchants' endpoints, every store and process together (so every process
+ * reports the same: take one, not the sum), read at each scrape from the pending deliveries' index. Finished
+ * deliveries are history, kept EVENT_RETENTION_DAYS, and not counted: that would scan them at every scrape.
+ */
+export function observeOutboundBacklog(metrics: Metrics, backlog: () => Promise<OutboundBacklog>, now: () => number = Date.now): void {
+  let last: Promise<OutboundBacklog> | null = null;
+  // Both gauges of one scrape share one reading: a scrape calls every collect() at once, before it settles.
+  // Forgotten as soon as it settles (not an event-loop turn later: on SQLite the next scrape may come first).
+  const read = () =>
+    (last ??= backlog().finally(() => {
+      last = null;
+    }));
+  const registers = [metrics.registry];
+  new Gauge({
+    name: "storefront_event_backlog",
+    help: "Outbound webhook deliveries still to be sent, by state: due (now), retrying (waiting for their retry time), in_flight (an attempt under way).",
+    labelNames: ["state"],
+    registers,
+    async collect() {
+      const b = await read().catch(() => ({ due: Number.NaN, retrying: Number.NaN, inFlight: Number.NaN }));
+      this.set({ state: "due" }, b.due);
+      this.set({ state: "retrying" }, b.retrying);
+      this.set({ state: "in_flight" }, b.inFlight);
+    },
+  });
+  new Gauge({
+    name: "storefront_event_backlog_oldest_seconds",
+    help: "Age of the oldest outbound webhook delivery still to be sent (0 when none).",
+    registers,
+    async collect() {
+      const b = await read().catch(() => ({ oldestCreatedAt: Number.NaN }));
+      this.set(b.oldestCreatedAt === null ? 0 : Math.max(0, now() - b.oldestCreatedAt) / 1000);
+    },
+  });
 }
 
 /**

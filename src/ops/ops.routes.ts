@@ -3,7 +3,9 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import type { ForwardedNotice } from "../lib/client-address.ts";
+import { AppError } from "../errors.ts";
 import type { Services } from "../services.ts";
+import { metricsAuthorized } from "./metrics-server.ts";
 
 const Details = Type.Object(
   {
@@ -58,6 +60,9 @@ export function opsRoutes(services: Services, state: { closing: boolean; forward
         return { status: "ready", details };
       },
     );
+    // With METRICS_PORT the metrics are served there only (src/ops/metrics-server.ts), not on the API's port.
+    if (services.config.metrics.port !== null) return;
+    const token = services.config.metrics.token;
     app.get(
       "/metrics",
       {
@@ -65,13 +70,19 @@ export function opsRoutes(services: Services, state: { closing: boolean; forward
           operationId: "metrics",
           tags: ["operations"],
           summary: "Prometheus metrics (docs/operations.md lists them)",
+          description: "Open unless METRICS_TOKEN is set: then `Authorization: Bearer <METRICS_TOKEN>`. With METRICS_PORT set, served on that port instead.",
           response: {
             200: { description: "Prometheus text exposition format.", content: { "text/plain": { schema: { type: "string" } } } },
+            401: Type.Ref("Error", { description: "METRICS_TOKEN is set and the request does not carry it." }),
             503: Closing,
           },
         },
       },
-      async (_request, reply) => {
+      async (request, reply) => {
+        if (!metricsAuthorized(request.headers.authorization, token)) {
+          reply.header("www-authenticate", "Bearer");
+          throw new AppError("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>");
+        }
         const body = await services.metrics.registry.metrics();
         return reply.type(services.metrics.registry.contentType).send(body);
       },

@@ -1,10 +1,12 @@
 // POST /api/paymentPlugins?pluginName=&storeId=: the provider's raw body, byte for byte, any content type.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger } from "fastify";
 import { Type } from "typebox";
 import { errorResponses } from "../lib/schemas.ts";
 import type { Services } from "../services.ts";
+import { createBurstWatch, type BurstWatch } from "../lib/burst-watch.ts";
 import { admitDelivery } from "./webhook.admission.ts";
-import { lowerCaseKeys } from "./webhook.service.ts";
+import { lowerCaseKeys, type WebhookAnswer } from "./webhook.service.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -27,8 +29,13 @@ const WebhookResult = Type.Object({
   invoiceId: Type.Optional(Type.String()),
 });
 
+/** Rejected deliveries (bad signatures) per store and plugin in a minute before the log says so, once. */
+export const REJECTIONS_LOGGED_AT = 10;
+
 export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
   const { config } = services;
+  // One rejection is a stranger or a typo; many in a minute is a misconfigured secret or an attack.
+  const rejections = createBurstWatch({ threshold: REJECTIONS_LOGGED_AT, windowMs: 60_000 });
   return async (app) => {
     // Only here: every content type arrives as the raw bytes the provider signed.
     app.removeAllContentTypeParsers();
@@ -76,10 +83,28 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
           requestId: request.id,
         });
         const answer = settle(handled, request.id);
+        logAnswer(request.log, { storeId, pluginName, answer, rejections });
         if (answer.deliveryId !== null) reply.header("x-delivery-id", answer.deliveryId);
         if (answer.retryAfter !== undefined) reply.header("retry-after", String(answer.retryAfter));
         return reply.code(answer.status as 200).send(answer.body as { status: string });
       },
     );
   };
+}
+
+/**
+ * Failures the operator must hear of, at warn: a plugin that crashed or timed out (the provider will retry),
+ * and rejected deliveries past REJECTIONS_LOGGED_AT a minute. Ids only, never the body, the headers or the
+ * error's text (a script's message may quote the body): `storefront deliveries show <id>` has the rest.
+ */
+function logAnswer(log: FastifyBaseLogger, a: { storeId: string; pluginName: string; answer: WebhookAnswer; rejections: BurstWatch }): void {
+  const { storeId, pluginName, answer } = a;
+  const code = (answer.body as { error?: { code?: string } } | null)?.error?.code;
+  const ids = { storeId, plugin: pluginName, deliveryId: answer.deliveryId };
+  if (code === "plugin_error" || code === "plugin_timeout") {
+    log.warn({ ...ids, code, status: answer.status }, `payment plugin ${pluginName} failed (${code}); storefront deliveries show ${answer.deliveryId ?? "?"} --store ${storeId}`);
+  } else if (answer.status === 401) {
+    const count = a.rejections.note(`${storeId}|${pluginName}`);
+    if (count !== null) log.warn({ ...ids, rejected: count, code }, `${count} deliveries to plugin ${pluginName} rejected within a minute (a wrong signing secret, or someone forging them)`);
+  }
 }

@@ -39,3 +39,30 @@ export function jsonOf<T = Record<string, unknown>>(run: CliRun): T {
     throw new Error(`not JSON: ${run.stdout}`);
   }
 }
+
+/**
+ * A command that runs until stopped (`deliveries tail`): started like runCli, sent SIGINT once its output
+ * satisfies `ready`, and its whole run returned.
+ */
+export function runCliUntil(args: string[], ready: (stdout: string) => boolean, options: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd ?? REPO,
+      env: { ...process.env, LOG_LEVEL: "silent", ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    let signalled = false;
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (!signalled && ready(stdout)) {
+        signalled = true;
+        child.kill("SIGINT");
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
