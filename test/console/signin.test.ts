@@ -22,11 +22,8 @@ describe("console sign-in in the browser", { skip: browserSkip }, () => {
 
   test("an unsigned visitor is sent to sign-in; a wrong password says so; the right one opens the store's plugins", async () => {
     const { page, base } = rig;
-    const started = Date.now();
     await page.goto(`${base}/console`);
     await page.waitForSelector('[data-testid="signin-login"]');
-    const coldMs = Date.now() - started;
-    assert.ok(coldMs < 3000, `sign-in page in ${coldMs} ms`);
     await screenshot(page, "signin");
     await page.locator('[data-testid="signin-login"] input[name="email"]').fill("merchant@example.com");
     await page.locator('[data-testid="signin-login"] input[name="password"]').fill("not the password");

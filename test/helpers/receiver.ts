@@ -22,6 +22,8 @@ export interface Receiver {
   url: string;
   port: number;
   received: Received[];
+  /** Requests held open by `hang` and not yet given up by their sender. */
+  hanging: number;
   mode: ReceiverMode;
   /** The ids whose signature verified with `secret` (standardwebhooks), in arrival order. */
   verifiedWith(secret: string): string[];
@@ -41,6 +43,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     url: "",
     port,
     received: [],
+    hanging: 0,
     mode: { kind: "ok" },
     verifiedWith(secret) {
       const wh = new Webhook(secret);
@@ -88,7 +91,12 @@ export async function startReceiver(port = 0): Promise<Receiver> {
             w.resolve();
           }
           const mode = r.mode;
-          if (mode.kind === "hang") return; // never answers
+          if (mode.kind === "hang") {
+            // Never answers: held until the sender gives up and closes the connection.
+            r.hanging++;
+            res.once("close", () => r.hanging--);
+            return;
+          }
           res.writeHead(mode.kind === "ok" ? 200 : mode.status, { "content-type": "text/plain" });
           res.end(mode.kind === "ok" ? "thanks" : (mode.body ?? `status ${mode.status} from the test receiver`));
         });

@@ -2,7 +2,6 @@
 // count waiting, crashes that become `killed`, the pool refilling itself, parallel runs, the event
 // loop staying free, each limit taken from SandboxLimits, and close().
 import assert from "node:assert/strict";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { after, describe, test } from "node:test";
 import { createSandbox, type Sandbox, type SandboxHost } from "../../src/sandbox/index.ts";
 import { assertHealthy, expectError, host, input, run } from "./helpers.ts";
@@ -26,7 +25,8 @@ describe("time limits", () => {
     const sandbox = sandboxWith({ poolSize: 1, wallMs: 300 });
     const outcome = await sandbox.run(input(`log("asking") getInvoice("inv_1") return {status="ignore"}`), never);
     expectError(outcome, "timeout", /wall time of 300 ms/);
-    assert.ok(outcome.durationMs >= 290 && outcome.durationMs < 1500, String(outcome.durationMs));
+    // Not before the wall time: a lower bound only (an upper one would be the machine's load, not the limit).
+    assert.ok(outcome.durationMs >= 290, String(outcome.durationMs));
     assert.deepEqual(outcome.logs.map((l) => l.description), ["asking"]);
     await assertHealthy(sandbox);
   });
@@ -37,7 +37,8 @@ describe("time limits", () => {
       await assertHealthy(sandbox);
       const outcome = await run(sandbox, `while true do end`);
       expectError(outcome, "timeout", /CPU budget of 150 ms/);
-      assert.ok(outcome.durationMs >= 140 && outcome.durationMs < 1000, `run ${i}: ${outcome.durationMs} ms`);
+      // The budget was spent, not cut short: a lower bound only.
+      assert.ok((outcome.cpuMs ?? outcome.durationMs) >= 140, `run ${i}: ${outcome.cpuMs} ms of CPU`);
     }
     const fine = await run(sandbox, busy(60));
     assert.ok(fine.ok, JSON.stringify(fine));
@@ -52,26 +53,44 @@ describe("time limits", () => {
     assert.ok(outcome.durationMs >= 700, String(outcome.durationMs));
   });
 
-  test("a script never blocks the event loop of the service", async () => {
+  test("a script never blocks the event loop of the service: timers fire while two runaway scripts run", async () => {
     const sandbox = sandboxWith({ poolSize: 2, cpuMs: 400 });
     await assertHealthy(sandbox);
-    const delay = monitorEventLoopDelay({ resolution: 5 });
-    delay.enable();
+    // Counted, not timed: the event loop turns (a timer re-armed each time) while both workers loop.
+    let turns = 0;
+    let looping = true;
+    const tick = () => {
+      turns++;
+      if (looping) setTimeout(tick, 1);
+    };
+    setTimeout(tick, 1);
     const outcomes = await Promise.all([run(sandbox, `while true do end`), run(sandbox, `local s = string.rep("a", 600) .. "" ; return s:gsub("a*a*a*b", "")`)]);
-    delay.disable();
+    looping = false;
     for (const outcome of outcomes) expectError(outcome, "timeout");
-    assert.ok(delay.max / 1e6 < 100, `event loop delayed ${delay.max / 1e6} ms`);
+    // 400 ms of CPU each: a blocked loop would have turned once or not at all.
+    assert.ok(turns >= 10, `the event loop turned ${turns} times while the scripts ran`);
   });
 
   test("runs use the workers in parallel", async () => {
     // One store may use both workers only when its cap allows it (the default keeps one for other stores).
-    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000, maxConcurrentPerStore: 2 });
+    const sandbox = sandboxWith({ poolSize: 2, cpuMs: 1000, wallMs: 3000, maxConcurrentPerStore: 2 });
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(30)), run(sandbox, busy(30))]); // both workers started
-    const started = performance.now();
-    const outcomes = await Promise.all([run(sandbox, busy(200)), run(sandbox, busy(200))]);
-    const elapsed = performance.now() - started;
+    // A rendezvous, not a stopwatch: each run asks the host, and the host answers only once both runs have
+    // asked. Run one after the other, the first would wait for the second until its wall time ran out.
+    const asked = new Set<string>();
+    let bothAsked = () => {};
+    const met = new Promise<void>((resolve) => (bothAsked = resolve));
+    const rendezvous: SandboxHost = {
+      getInvoice: async (id) => {
+        asked.add(id);
+        if (asked.size === 2) bothAsked();
+        await met;
+        return null;
+      },
+    };
+    const meet = (id: string) => sandbox.run(input(`local t = os.clock() while os.clock() - t < 0.05 do end getInvoice("${id}") return {status="ignore"}`), rendezvous);
+    const outcomes = await Promise.all([meet("a"), meet("b")]);
     for (const outcome of outcomes) assert.ok(outcome.ok, JSON.stringify(outcome));
-    assert.ok(elapsed < 390, `two 200 ms runs took ${elapsed} ms`);
   });
 
   test("a run that cannot get a worker within its wall time (plus 2 s for a worker to start) fails with timeout", async () => {
@@ -87,12 +106,11 @@ describe("jobs queued behind a running one", () => {
     const sandbox = sandboxWith({ poolSize: 2, wallMs: 5000, cpuMs: 1000, maxConcurrentPerStore: 2 });
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
     const slowHost: SandboxHost = { getInvoice: () => new Promise((resolve) => setTimeout(() => resolve(null), 1500)) };
-    const slow = sandbox.run(input(`getInvoice("x") return {status="ignore"}`), slowHost);
-    const started = performance.now();
+    let slowDone = false;
+    const slow = sandbox.run(input(`getInvoice("x") return {status="ignore"}`), slowHost).then((o) => ((slowDone = true), o));
     const quick = await Promise.all(Array.from({ length: 8 }, () => run(sandbox, `return {status="ignore"}`)));
-    const elapsed = performance.now() - started;
     for (const outcome of quick) assert.ok(outcome.ok, JSON.stringify(outcome));
-    assert.ok(elapsed < 1000, `quick runs took ${elapsed} ms behind a 1500 ms host call`);
+    assert.equal(slowDone, false, "the quick runs were answered while the host call still waited");
     assert.ok((await slow).ok);
   });
 
@@ -101,12 +119,11 @@ describe("jobs queued behind a running one", () => {
     for (let i = 0; i < 3; i++) await Promise.all([run(sandbox, busy(20)), run(sandbox, busy(20))]);
     const seen: string[] = [];
     const counting: SandboxHost = { getInvoice: (id) => (seen.push(id), Promise.resolve(null)) };
-    const runaway = run(sandbox, `while true do end`);
-    const started = performance.now();
+    let runawayDone = false;
+    const runaway = run(sandbox, `while true do end`).then((o) => ((runawayDone = true), o));
     const quick = await Promise.all(Array.from({ length: 12 }, (_, n) => sandbox.run(input(`getInvoice("job-${n}") return {status="ignore"}`), counting)));
-    const elapsed = performance.now() - started;
     for (const outcome of quick) assert.ok(outcome.ok, JSON.stringify(outcome));
-    assert.ok(elapsed < 1000, `quick runs took ${elapsed} ms next to a runaway one (stopped at 1500 ms of CPU)`);
+    assert.equal(runawayDone, false, "the quick runs were answered while the runaway one still ran");
     assert.deepEqual([...seen].sort(), Array.from({ length: 12 }, (_, n) => `job-${n}`).sort());
     expectError(await runaway, "timeout");
   });
