@@ -86,6 +86,7 @@ const STEPS: Step[] = [
   },
   { command: "plugins list", args: (c) => ["--store", c.store] },
   { command: "plugins show", args: (c) => ["pay", "--store", c.store] },
+  { command: "plugins secrets", args: (c) => ["pay", "--store", c.store, "--secret", `signingSecret=${SIGNING_SECRET}`] },
   { command: "plugins versions", args: (c) => ["pay", "--store", c.store] },
   { command: "plugins diff", args: (c) => ["pay", "--store", c.store, "--from", "1", "--to", "1"] },
   { command: "plugins rollback", args: (c) => ["pay", "--store", c.store, "--version", "1"] },
