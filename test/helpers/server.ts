@@ -38,7 +38,8 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  // A hang guard, not a measure: a loaded machine migrating a fresh PostgreSQL schema can take a while.
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output}`);
     try {
