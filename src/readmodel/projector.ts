@@ -24,6 +24,13 @@ type Stale = "stale_customer_views" | "stale_invoice_views";
  * customer with thousands is a megabyte), so fewer of them per pass.
  */
 const BATCH: Record<Views, number> = { invoice_views: 200, customer_views: 25 };
+/** A document this large is big (its rebuilds are spaced out, see createProjector). */
+const BIG_DOCUMENT_BYTES = 64 * 1024;
+/** A big document waits its size divided by this (bytes per millisecond) before it is rebuilt again. */
+const BYTES_PER_COOLDOWN_MS = 400;
+/** Bytes of big documents one pass rebuilds at most (one document at least). */
+const PASS_BYTES = 2 * 1024 * 1024;
+const MAX_BIG_REMEMBERED = 10_000;
 const STALE_OF: Record<Views, Stale> = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" };
 
 export interface ProjectorBacklog {
@@ -36,19 +43,40 @@ export interface ProjectorBacklog {
 export interface Projector {
   /** Rebuilds up to a batch of stale documents per table: how many it rebuilt or dropped, and whether a batch was full (more wait). */
   runOnce(): Promise<{ documents: number; more: boolean }>;
-  /** Rebuilds until nothing is stale (tests, the seed, shutdown). */
+  /** Rebuilds until nothing is stale, big documents included whenever they were last rebuilt (tests, the seed). */
   drain(): Promise<number>;
   backlog(): Promise<ProjectorBacklog>;
 }
 
-export function createProjector(db: Kysely<Database>): Projector {
+export function createProjector(db: Kysely<Database>, now: () => number = Date.now): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
 
-  async function project(views: Views): Promise<{ documents: number; more: boolean }> {
+  /**
+   * Documents of a megabyte (a customer with thousands of invoices) are rebuilt at most once per their size in
+   * kilobytes / 0.4 ms (3 s for 1.2 MB) and a pass takes ~2 MB of them at most: a burst of that customer's
+   * payments is folded into a rebuild every few seconds (the lists assemble it meanwhile), and no pass holds
+   * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
+   */
+  const big = new Map<string, { bytes: number; at: number }>();
+  const coolingUntil = (b: { bytes: number; at: number }) => b.at + b.bytes / BYTES_PER_COOLDOWN_MS;
+
+  function remember(bodies: Map<string, string>): void {
+    const at = now();
+    for (const [id, body] of bodies) {
+      if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at });
+      else big.delete(id);
+    }
+    for (const [id, b] of big) if (big.size > MAX_BIG_REMEMBERED || coolingUntil(b) < at - 60_000) big.delete(id);
+  }
+
+  async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
     const stale = STALE_OF[views];
+    const t = now();
+    const cooling = everything ? [] : [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
     // The oldest marks, a window of the position index (never a sort of every mark: a backlog of a bulk
     // import holds hundreds of thousands), and their documents in the order they were first marked.
-    const window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(BATCH[views] * 8);
+    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(BATCH[views] * 8);
+    if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
     const candidates = await db
       .selectFrom(window.as("w"))
       .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
@@ -57,11 +85,18 @@ export function createProjector(db: Kysely<Database>): Projector {
       .limit(BATCH[views])
       .execute();
     if (candidates.length === 0) return { documents: 0, more: false };
-    const ids = candidates.map((c) => c.doc_id);
+    // Up to about PASS_BYTES of the documents known to be big, one at least.
+    let bytes = 0;
+    const ids: string[] = [];
+    for (const c of candidates) {
+      bytes += big.get(c.doc_id)?.bytes ?? 0;
+      if (ids.length > 0 && bytes > PASS_BYTES) break;
+      ids.push(c.doc_id);
+    }
     const documents = await db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
-    // A full batch, or a full window of marks: more may wait.
+    // A full batch, one cut short, or a full window of marks: more may wait.
     const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-    return { documents, more: candidates.length === BATCH[views] || marks === BATCH[views] * 8 };
+    return { documents, more: candidates.length === BATCH[views] || ids.length < candidates.length || marks === BATCH[views] * 8 };
   }
 
   /**
@@ -94,7 +129,11 @@ export function createProjector(db: Kysely<Database>): Projector {
     return ids.length;
   }
 
-  const build = (tx: Executor, views: Views, ids: string[]) => (views === "invoice_views" ? invoiceBodies(tx, ids) : customerBodies(tx, ids));
+  async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
+    const bodies = views === "invoice_views" ? await invoiceBodies(tx, ids) : await customerBodies(tx, ids);
+    remember(bodies);
+    return bodies;
+  }
 
   async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
     if (bodies.size === 0) return;
@@ -102,10 +141,10 @@ export function createProjector(db: Kysely<Database>): Projector {
     await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
   }
 
-  async function runOnce(): Promise<{ documents: number; more: boolean }> {
+  async function runOnce(everything = false): Promise<{ documents: number; more: boolean }> {
     // Invoices first: a customer's document lists its invoices, read from their source rows anyway.
-    const invoices = await project("invoice_views");
-    const customers = await project("customer_views");
+    const invoices = await project("invoice_views", everything);
+    const customers = await project("customer_views", everything);
     return { documents: invoices.documents + customers.documents, more: invoices.more || customers.more };
   }
 
@@ -114,7 +153,7 @@ export function createProjector(db: Kysely<Database>): Projector {
     async drain() {
       let total = 0;
       for (;;) {
-        const { documents } = await runOnce();
+        const { documents } = await runOnce(true);
         total += documents;
         if (documents === 0) return total;
       }

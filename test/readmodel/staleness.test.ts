@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
+import { createProjector } from "../../src/readmodel/projector.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 
@@ -69,3 +70,35 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe("the projector and big documents", () => {
+  test("a customer's megabyte-class document is rebuilt once per cooldown while small ones follow every pass", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      let t = 1_000_000;
+      const projector = createProjector(h.services.db.kysely, () => t);
+      const store = await h.store();
+      const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      const bigOne = await h.customer(store.id);
+      const small = await h.customer(store.id);
+      // About 300 invoices make a customer's document over 64 KiB.
+      for (let i = 0; i < 300; i++) await buy(bigOne.id);
+      await buy(small.id);
+      await projector.drain();
+      const db = h.services.db.kysely;
+      const staleCustomers = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).map((r) => r.doc_id).sort();
+      // A change to each: both marked.
+      await buy(bigOne.id);
+      await buy(small.id);
+      assert.deepEqual(await staleCustomers(), [bigOne.id, small.id].sort());
+      t += 1;
+      await projector.runOnce();
+      assert.deepEqual(await staleCustomers(), [bigOne.id], "the small one rebuilt, the big one left marked (the lists assemble it)");
+      t += 60_000;
+      await projector.runOnce();
+      assert.deepEqual(await staleCustomers(), [], "after its cooldown, the big one too");
+    } finally {
+      await h.close();
+    }
+  });
+});
