@@ -41,6 +41,16 @@ const CONTENT_TYPES: Record<string, string> = { ".js": "text/javascript; charset
 
 async function buildBundle(): Promise<ConsoleBundle> {
   const esbuild = await import("esbuild");
+  try {
+    return await bundleWith(esbuild);
+  } finally {
+    // esbuild builds in a child process that would otherwise live as long as this one: the bundle is
+    // built once, so the child goes as soon as it is done.
+    await esbuild.stop();
+  }
+}
+
+async function bundleWith(esbuild: typeof import("esbuild")): Promise<ConsoleBundle> {
   // Split: the editor (CodeMirror) is a chunk of its own, loaded when a plugin page opens, so the
   // first page a merchant sees loads only the shell.
   const result = await esbuild.build({
