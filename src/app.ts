@@ -18,6 +18,7 @@ import { isDatabaseUnavailable } from "./db/db-errors.ts";
 import { clientBucket } from "./lib/attempt-limiter.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { ErrorSchema } from "./lib/schemas.ts";
+import { loggerOptions } from "./ops/logger.ts";
 import { completeOpenApi } from "./ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
 import { EventSchema } from "./events/events.schemas.ts";
@@ -49,7 +50,7 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    logger: options.logger ?? loggerOptions(config),
     trustProxy: config.trustProxy,
     bodyLimit: 1024 * 1024,
     // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.
@@ -57,7 +58,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       const incoming = req.headers["x-request-id"];
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    // Unknown query parameters are an error (CONTRACT §4), not silently dropped.
+    // Unknown query parameters are an error (README, "The read API"), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     return503OnClosing: true,
     // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id

@@ -5,7 +5,9 @@
 import { readFileSync } from "node:fs";
 import { CommanderError, type Command } from "commander";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
+import { SchemaTooNewError } from "../db/migrate.ts";
 import { AppError } from "../errors.ts";
+import { RELEASE } from "../ops/release.ts";
 import { SecretsKeyMismatch } from "../plugins/secrets-key.service.ts";
 import type { ServiceOptions, Services } from "../services.ts";
 
@@ -127,6 +129,11 @@ export function reportCliError(error: unknown): never {
   }
   if (error instanceof SecretsKeyMismatch) {
     process.stderr.write(`error: ${error.message}\n`);
+    process.exit(78);
+  }
+  if (error instanceof SchemaTooNewError) {
+    const message = error.message.replace("this release knows", `this release (${RELEASE}) knows`);
+    process.stderr.write(`error: ${message}: run the newer release, or restore a backup taken before the upgrade\n`);
     process.exit(78);
   }
   if (error instanceof AppError) {

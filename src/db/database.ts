@@ -9,7 +9,7 @@ import { parseIntoClientConfig } from "pg-connection-string";
 import postgres from "postgres";
 import type { Config } from "../config.ts";
 import type { Database } from "./schema.ts";
-import { migrateToLatest, pendingMigrations } from "./migrate.ts";
+import { type AppliedMigration, type MigrationObserver, migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -23,7 +23,8 @@ export interface Db {
   pgPool: pg.Pool | null;
   /** Runs a statement that is prepared once per connection and then only bound (see Prepared). */
   prepared: Prepared;
-  migrate(): Promise<void>;
+  /** Applies the pending migrations; returns those applied, with their durations. */
+  migrate(observer?: MigrationObserver): Promise<AppliedMigration[]>;
   /** Migrations not yet applied to this database. */
   pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
@@ -186,9 +187,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
       sqlite: null,
       pgPool: pool,
       prepared: bytes ?? pgPrepared(pool),
-      migrate: async () => {
-        await migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" });
-      },
+      migrate: (observer) => migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" }, observer),
       pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "postgres" }),
       ping: async () => {
         await sql`select 1`.execute(kysely);
@@ -213,9 +212,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
     sqlite: handle,
     pgPool: null,
     prepared: sqlitePrepared(handle),
-    migrate: async () => {
-      await migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" });
-    },
+    migrate: (observer) => migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" }, observer),
     pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "sqlite" }),
     ping: async () => {
       await sql`select 1`.execute(kysely);
