@@ -6,7 +6,7 @@ import path from "node:path";
 import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 
-/** The sandbox limits of CONTRACT section 6, as the sandbox takes them. */
+/** The sandbox limits (docs/plugins.md, "Limits"), as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
 
 export interface Config {
@@ -35,7 +35,7 @@ export interface Config {
   deliveryRetentionDays: number;
   /** Pending invoices expire this long after creation; 0 turns expiry off. */
   invoicePaymentWindowMinutes: number;
-  /** Events out (CONTRACT §9). */
+  /** Events out (docs/events.md). */
   events: { retentionDays: number; endpointAllow: string[]; dispatchConcurrency: number };
   trustProxy: boolean;
   /** Slow and idle clients: how long a request may take to arrive, how long a silent connection stays open, how many at once. */
@@ -70,7 +70,7 @@ export interface HttpLimitsConfig {
 export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(problems.length === 1 ? `Invalid configuration: ${problems[0]}` : `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "ConfigError";
     this.problems = problems;
   }
@@ -85,7 +85,15 @@ export function loadDotEnv(file = ".env"): void {
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
-export function loadConfig(env: Env = process.env): Readonly<Config> {
+/** Where and how the server listens: only `serve` uses them, so only `serve` is stopped by a bad value. */
+const LISTENING = /^(PORT|HOST|HTTP_[A-Z_]+)\b/;
+
+export interface LoadOptions {
+  /** False for commands that never listen: a bad PORT, HOST or HTTP_* value is not theirs to refuse. */
+  listening?: boolean;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
   const problems: string[] = [];
 
   const str = (name: string, fallback: string): string => {
@@ -119,8 +127,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   let database: Config["database"] = { kind: "sqlite", file: "./data/storefront.db" };
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     try {
-      new URL(databaseUrl);
+      const url = new URL(databaseUrl);
       database = { kind: "postgres", url: databaseUrl };
+      // PostgreSQL would pick a database itself (the user's name), and the service would create its tables there.
+      if (decodeURIComponent(url.pathname.replace(/^\//, "")) === "") {
+        problems.push(`DATABASE_URL names no database: add its name to the path (postgres://${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.host}/storefront)`);
+      }
     } catch {
       problems.push(`DATABASE_URL is not a valid URL`);
     }
@@ -242,7 +254,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  const relevant = options.listening === false ? problems.filter((p) => !LISTENING.test(p)) : problems;
+  if (relevant.length > 0) throw new ConfigError(relevant);
   return deepFreeze(config);
 }
 

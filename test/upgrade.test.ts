@@ -98,7 +98,7 @@ for (const dialect of DIALECTS) {
         }
         const env = { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString("hex") };
         const newer = new RegExp(`database was migrated by a newer release of storefront \\(9999_from_the_future\\); this release \\(${RELEASE.replace(/\./g, "\\.")}\\) knows migrations up to ${LATEST}`);
-        for (const args of [["serve"], ["migrate"], ["stores", "list"]]) oneLineFailure(await runCli(args, { env: { ...env, PORT: "0" } }), newer);
+        for (const args of [["serve"], ["migrate"], ["stores", "list"]]) oneLineFailure(await runCli(args, { env: { ...env, PORT: "0" }, timeoutMs: 60_000 }), newer);
         const after = openDatabase(loadConfig({ DATABASE_URL: database.url }).database);
         try {
           const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name desc`.execute(after.kysely);

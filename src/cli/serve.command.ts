@@ -4,10 +4,11 @@ import type { Command } from "commander";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import type { Config } from "../config.ts";
 import type { Services } from "../services.ts";
-import { CliError, cliConfig, openServices } from "./context.ts";
+import { CliError, cliConfig, describeDatabaseFailure, openServices } from "./context.ts";
 import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
 import { startFollowers } from "../ops/followers.ts";
 import { createStartupLogger } from "../ops/logger.ts";
+import { DatabaseInUseError, holdServeLock, type ServeLock } from "../db/serve-lock.ts";
 import { RELEASE, SCHEMA_VERSION } from "../ops/release.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
@@ -18,8 +19,12 @@ export function registerServeCommand(program: Command): void {
     .command("serve")
     .description("migrate the database and serve the HTTP API")
     .action(async () => {
-      const config = cliConfig();
-      const services = await openMigrated(config);
+      const config = cliConfig({ listening: true });
+      const lock = serveLock(config);
+      const services = await openMigrated(config).catch((err: unknown) => {
+        lock.release();
+        throw err;
+      });
       const { buildApp } = await import("../app.ts");
       const app = await buildApp(services);
       const background: { loops: BackgroundLoop[]; pruneTimer: NodeJS.Timeout | null } = { loops: [], pruneTimer: null };
@@ -57,6 +62,17 @@ export function registerServeCommand(program: Command): void {
       const where = config.database.kind === "sqlite" ? `SQLite ${config.database.file}` : "PostgreSQL";
       app.log.info(`storefront serving on http://${config.host}:${config.port} (${where}); API docs at /docs`);
     });
+}
+
+/** SQLite: this process's hold on the database file (a second `serve` is refused); nothing to hold on PostgreSQL. */
+function serveLock(config: Readonly<Config>): ServeLock {
+  if (config.database.kind !== "sqlite") return { release: () => {} };
+  try {
+    return holdServeLock(config.database.file);
+  } catch (err) {
+    if (err instanceof DatabaseInUseError) throw new CliError(err.message);
+    throw describeDatabaseFailure(err, config) ?? err;
+  }
 }
 
 /** Services on the migrated database; the migrations it applies are logged as they start and once they committed. */

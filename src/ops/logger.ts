@@ -9,5 +9,6 @@ export function loggerOptions(config: Pick<Config, "logLevel">): { level: string
 
 /** A logger for what happens before the HTTP server (and its logger) exists. */
 export function createStartupLogger(config: Pick<Config, "logLevel">): Logger {
-  return pino(loggerOptions(config));
+  // Written at once, so its lines come before the server's, which are logged later.
+  return pino(loggerOptions(config), pino.destination({ dest: 1, sync: true }));
 }
