@@ -1,5 +1,6 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
 import { Command } from "commander";
+import { registerBackupCommands } from "./cli/backup.commands.ts";
 import { addJsonOptions, reportCliError } from "./cli/context.ts";
 import { registerConsoleCommands } from "./cli/console.commands.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
   registerInvoiceCommands(program);
   registerSecretsCommands(program);
+  registerBackupCommands(program);
   registerEventCommands(program);
   registerConsoleCommands(program);
   // Every command that prints a result takes --json; `serve` prints logs, which are JSON lines already.

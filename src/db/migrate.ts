@@ -51,8 +51,11 @@ const migrations: Record<string, MigrationModule> = {
   "0017_lean_payments": m0017,
 };
 
+/** The migrations this release ships, oldest first. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
+
 /** The schema version of this release: the name of its newest migration. */
-export const SCHEMA_VERSION: string = Object.keys(migrations).at(-1)!;
+export const SCHEMA_VERSION: string = MIGRATION_NAMES.at(-1)!;
 
 export interface AppliedMigration {
   name: string;
