@@ -86,7 +86,10 @@ export interface ServiceOptions {
   /** Told which migrations are about to run (serve logs them). */
   migrations?: MigrationObserver;
   now?: () => number;
-  /** Start the sandbox's workers now (serve) instead of on the first plugin run (commands, tests). */
+  /**
+   * Start the sandbox's workers now (benchmarks) instead of on the first plugin run. `serve` starts them on
+   * the first run too: an idle service holds no worker (bench/README.md, "Footprint").
+   */
   warmSandbox?: boolean;
   /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
   checkSecretsKey?: boolean;
@@ -99,7 +102,7 @@ export interface ServiceOptions {
 /** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
 const DISPATCH_POOL_SIZE = 2;
 
-/** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
+/** Defers the worker pool until a plugin first runs or compiles: most commands never need it, nor an idle service. */
 function lazySandbox(limits: Config["plugin"]): Sandbox {
   let inner: Sandbox | null = null;
   const get = () => (inner ??= createSandbox(limits));

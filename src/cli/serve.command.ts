@@ -10,6 +10,7 @@ import { startFollowers } from "../ops/followers.ts";
 import { createStartupLogger } from "../ops/logger.ts";
 import { DatabaseInUseError, holdServeLock, type ServeLock } from "../db/serve-lock.ts";
 import { RELEASE, SCHEMA_VERSION } from "../ops/release.ts";
+import { MIGRATION_NAMES } from "../db/migrate.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
 const EXPIRY_INTERVAL_MS = 30_000;
@@ -79,11 +80,18 @@ function serveLock(config: Readonly<Config>): ServeLock {
 async function openMigrated(config: Readonly<Config>): Promise<Services> {
   const log = createStartupLogger(config);
   const services = await openServices(config, {
-    warmSandbox: true,
     checkSecretsKey: true,
-    migrations: { pending: (names) => log.info({ pending: names }, `applying ${names.length} migration(s): ${names.join(", ")}`) },
+    migrations: {
+      pending: (names) => {
+        if (names.length < MIGRATION_NAMES.length) log.info({ pending: names }, `applying ${names.length} migration(s): ${names.join(", ")}`);
+      },
+    },
   });
-  for (const m of services.appliedMigrations) log.info({ migration: m.name, durationMs: m.durationMs }, `applied migration ${m.name} in ${m.durationMs} ms`);
+  const applied = services.appliedMigrations;
+  // A new database gets every migration: one line says so, each one's own line is for debugging.
+  const fresh = applied.length === MIGRATION_NAMES.length;
+  for (const m of applied) log[fresh ? "debug" : "info"]({ migration: m.name, durationMs: m.durationMs }, `applied migration ${m.name} in ${m.durationMs} ms`);
+  if (fresh) log.info({ migrations: applied.length, durationMs: applied.reduce((sum, m) => sum + m.durationMs, 0) }, `created the schema of a new database (${applied.length} migrations)`);
   log.info({ release: RELEASE, schema: SCHEMA_VERSION }, `storefront ${RELEASE}, database schema ${SCHEMA_VERSION}`);
   return services;
 }
