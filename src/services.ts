@@ -71,7 +71,7 @@ export interface Services {
   /** The console's logins and sessions. */
   console: ConsoleService;
   metrics: Metrics;
-  /** Limits charged to whoever caused them (CONTRACT §8): strangers cannot spend a store's. */
+  /** Limits charged to whoever caused them (docs/plugins.md, "What the provider gets"): strangers cannot spend a store's. */
   limits: { authFailures: AttemptLimiter; webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
   /** The clock every service uses (tests substitute it). */
   now: () => number;

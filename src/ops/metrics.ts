@@ -17,7 +17,7 @@ export interface Metrics {
   sandboxQueueWait: Histogram;
   /** Webhook responses (POST /api/paymentPlugins) by HTTP status, rate-limited and invalid requests included. */
   webhookResponses: Counter<"status">;
-  /** Outbound webhook attempts (CONTRACT §9) by result: delivered (2xx), rejected (another status), failed (no answer). */
+  /** Outbound webhook attempts (docs/events.md, "Retries") by result: delivered (2xx), rejected (another status), failed (no answer). */
   eventAttempts: Counter<"result">;
   /** From an event's commit to its delivery to an endpoint (first 2xx): how far behind the merchant's systems are. */
   eventDeliveryLag: Histogram;
