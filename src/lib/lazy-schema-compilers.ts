@@ -24,13 +24,13 @@ export function lazySchemaCompilers(): CompilersFactory {
   const buildValidator = AjvCompiler();
   const buildSerializer = SerializerCompiler();
   return {
-    buildValidator: (externalSchemas, options) => {
+    buildValidator: (externalSchemas: unknown, options: unknown) => {
       const compiler = buildValidator(externalSchemas as never, options as never);
-      return (route) => lazyValidator(() => compiler(route as never) as Validate);
+      return (route: unknown) => lazyValidator(() => compiler(route as never) as Validate);
     },
-    buildSerializer: (externalSchemas, options) => {
+    buildSerializer: (externalSchemas: unknown, options: unknown) => {
       const compiler = buildSerializer(externalSchemas as never, options as never);
-      return (route) => {
+      return (route: unknown) => {
         let serialize: ((data: unknown) => string) | null = null;
         return (data: unknown) => (serialize ??= compiler(route as never) as (data: unknown) => string)(data);
       };
