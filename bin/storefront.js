@@ -2,6 +2,10 @@
 // The `storefront` command: Node 24 runs the TypeScript sources directly (type stripping), no build step.
 // Older Node cannot read .ts files: say so in one line instead of ERR_UNKNOWN_FILE_EXTENSION.
 /* global process */
+import module from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 24) {
   process.stderr.write(
@@ -9,5 +13,13 @@ if (major < 24) {
   );
   process.exit(1);
 }
+// Node's compile cache keeps each source's stripped JavaScript and compiled code, keyed by its content: from
+// the second start on, no thread loads the TypeScript stripper (about 18 MB each) and start-up is faster.
+// Kept in node_modules (the install's own directory, not a shared /tmp); the environment variable carries it
+// to the worker threads. A directory that cannot be written only means no cache.
+if (process.env.NODE_COMPILE_CACHE === undefined) {
+  process.env.NODE_COMPILE_CACHE = path.join(path.dirname(fileURLToPath(import.meta.url)), "../node_modules/.cache/storefront/compile");
+}
+module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE);
 const { runCli } = await import("../src/main.ts");
 await runCli(process.argv);

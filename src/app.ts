@@ -15,6 +15,7 @@ import { AppError, type ErrorCode, errorBody } from "./errors.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./db/db-errors.ts";
+import { lazySchemaCompilers } from "./lib/lazy-schema-compilers.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { requirePlainIntegers } from "./lib/strict-numbers.ts";
 import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
@@ -68,6 +69,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
     // Unknown query parameters are an error (README, "The read API"), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
+    // Each route's schemas are compiled on its first request, not all at start-up (time to ready, memory).
+    schemaController: { compilersFactory: lazySchemaCompilers() },
     return503OnClosing: true,
     // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
     // and the version header.

@@ -79,7 +79,7 @@ export interface HttpLimitsConfig {
 export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(problems.length === 1 ? `Invalid configuration: ${problems[0]}` : `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "ConfigError";
     this.problems = problems;
   }
@@ -95,7 +95,15 @@ export function loadDotEnv(file = ".env"): void {
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 const LOG_FORMATS: readonly LogFormat[] = ["pretty", "json"];
 
-export function loadConfig(env: Env = process.env): Readonly<Config> {
+/** Where and how the server listens: only `serve` uses them, so only `serve` is stopped by a bad value. */
+const LISTENING = /^(PORT|HOST|HTTP_[A-Z_]+)\b/;
+
+export interface LoadOptions {
+  /** False for commands that never listen: a bad PORT, HOST or HTTP_* value is not theirs to refuse. */
+  listening?: boolean;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
   const problems: string[] = [];
 
   const str = (name: string, fallback: string): string => {
@@ -121,8 +129,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   let database: Config["database"] = { kind: "sqlite", file: "./data/storefront.db" };
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     try {
-      new URL(databaseUrl);
+      const url = new URL(databaseUrl);
       database = { kind: "postgres", url: databaseUrl };
+      // PostgreSQL would pick a database itself (the user's name), and the service would create its tables there.
+      if (decodeURIComponent(url.pathname.replace(/^\//, "")) === "") {
+        problems.push(`DATABASE_URL names no database: add its name to the path (postgres://${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.host}/storefront)`);
+      }
     } catch {
       problems.push(`DATABASE_URL is not a valid URL`);
     }
@@ -269,7 +281,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  const relevant = options.listening === false ? problems.filter((p) => !LISTENING.test(p)) : problems;
+  if (relevant.length > 0) throw new ConfigError(relevant);
   return deepFreeze(config);
 }
 

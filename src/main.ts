@@ -1,6 +1,6 @@
 // The one entry point: the `storefront` command line, whose `serve` starts the server.
-import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerBackupCommands } from "./cli/backup.commands.ts";
 import { addJsonOptions, reportCliError } from "./cli/context.ts";
 import { registerConsoleCommands } from "./cli/console.commands.ts";
 import { registerDeliveryCommands } from "./cli/deliveries.commands.ts";
@@ -13,14 +13,13 @@ import { registerSecretsCommands } from "./cli/secrets.commands.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
-
-const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+import { versionLine } from "./ops/release.ts";
 
 export function buildProgram(): Command {
   const program = new Command()
     .name("storefront")
     .description("Self-hostable commerce back end: read API, Lua payment plugins, sandbox.")
-    .version(version, "-V, --version", "print the version")
+    .version(versionLine(), "-V, --version", "print the release and the schema version")
     // Mistakes in the arguments: commander's one line, with where to look on the same line.
     .configureOutput({ outputError: (text, write) => write(`${text.trimEnd()} (see --help)\n`) })
     // Options after a command name belong to that command (`plugins rollback --version 2` is not --version).
@@ -34,6 +33,7 @@ export function buildProgram(): Command {
   registerDeliveryCommands(program); // adds `deliveries list|tail` to the command above
   registerInvoiceCommands(program);
   registerSecretsCommands(program);
+  registerBackupCommands(program);
   registerEventCommands(program);
   registerLocalTestingCommands(program); // adds `endpoints test` and `plugins trigger`
   registerConsoleCommands(program);

@@ -3,6 +3,7 @@
 import type { FastifyRequest } from "fastify";
 import type { Config } from "./config.ts";
 import { type Db, openDatabase } from "./db/database.ts";
+import type { AppliedMigration, MigrationObserver } from "./db/migrate.ts";
 import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
 import { createEndpointSender, type EndpointSender, type SendResult } from "./events/endpoint-target.ts";
@@ -43,6 +44,8 @@ export interface RouteRateLimit {
 export interface Services {
   config: Readonly<Config>;
   db: Db;
+  /** The migrations applied when these services were created (none when the schema was current). */
+  appliedMigrations: AppliedMigration[];
   stores: StoresService;
   customers: CustomersRepository & CustomersService;
   invoices: InvoicesRepository & InvoicesService;
@@ -84,8 +87,13 @@ export interface Services {
 export interface ServiceOptions {
   /** Apply migrations before returning (serve, tests). */
   migrate?: boolean;
+  /** Told which migrations are about to run (serve logs them). */
+  migrations?: MigrationObserver;
   now?: () => number;
-  /** Start the sandbox's workers now (serve) instead of on the first plugin run (commands, tests). */
+  /**
+   * Start the sandbox's workers now (benchmarks) instead of on the first plugin run. `serve` starts them on
+   * the first run too: an idle service holds no worker (bench/README.md, "Footprint").
+   */
   warmSandbox?: boolean;
   /** Refuse to start when SECRETS_KEY cannot open the stored plugin secrets (serve). */
   checkSecretsKey?: boolean;
@@ -109,7 +117,7 @@ function failedAttemptMessage(a: AttemptReport, result: SendResult): string {
 /** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
 const DISPATCH_POOL_SIZE = 2;
 
-/** Defers the worker pool until a plugin first runs or compiles: most commands never need it. */
+/** Defers the worker pool until a plugin first runs or compiles: most commands never need it, nor an idle service. */
 function lazySandbox(limits: Config["plugin"]): Sandbox {
   let inner: Sandbox | null = null;
   const get = () => (inner ??= createSandbox(limits));
@@ -124,7 +132,13 @@ function lazySandbox(limits: Config["plugin"]): Sandbox {
 
 export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
   const db = openDatabase(config.database, options.onQuery ? { onQuery: options.onQuery } : {});
-  if (options.migrate ?? true) await db.migrate();
+  let appliedMigrations: AppliedMigration[] = [];
+  try {
+    if (options.migrate ?? true) appliedMigrations = await db.migrate(options.migrations);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   const now = options.now ?? Date.now;
   const invoicesRepo = createInvoicesRepository(db);
   const metrics = createMetrics({ pgPool: db.pgPool, dialect: db.dialect, build: buildInfo() });
@@ -217,6 +231,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   return {
     config,
     db,
+    appliedMigrations,
     stores,
     customers: { ...customersRepo, ...createCustomersService(db.kysely, now) },
     invoices: { ...invoicesRepo, ...createInvoicesService(db.kysely, invoicesRepo, now) },

@@ -136,6 +136,9 @@ const STEPS: Step[] = [
   { command: "console users remove", args: () => ["ann@example.com"] },
   { command: "keys revoke", args: (c) => ["--store", c.store, "--key", c.key] },
   { command: "seed", args: () => ["--customers", "1", "--seed", "1"] },
+  { command: "backup", args: (c) => [path.join(c.dir, "copy.db")] },
+  // A check only: the running server holds the database.
+  { command: "restore", args: (c) => [path.join(c.dir, "copy.db"), "--check"] },
   {
     command: "secrets rekey",
     prepare: async (c) => writeFileSync(path.join(c.dir, "old.key"), c.secretsKey),

@@ -48,10 +48,11 @@ describe("storefront command line on SQLite: mistakes, output, version, help", (
   });
   const cli = (args: string[], input?: string) => runCli(args, { env, ...(input === undefined ? {} : { input }) });
 
-  test("--version prints the package's version", async () => {
+  test("--version prints the package's version and the schema version", async () => {
     const run = await cli(["--version"]);
     assert.equal(run.code, 0);
-    assert.equal(run.stdout.trim(), (JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string }).version);
+    const { version } = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string };
+    assert.match(run.stdout.trim(), new RegExp(`^storefront ${version.replace(/\./g, "\\.")} \\(schema \\d{4}_\\w+\\)$`));
   });
 
   test("ordinary mistakes print one line saying what to do and exit non-zero", async () => {
@@ -116,7 +117,7 @@ describe("storefront command line on SQLite: mistakes, output, version, help", (
     assert.deepEqual(keys.data, []);
     const revoke = jsonOf(await cli(["keys", "revoke", "--store", String(store.id), "--key", String(jsonOf(await cli(["keys", "create", "--store", String(store.id)])).id), "--json"]));
     assert.equal(revoke.revoked, true);
-    assert.equal(jsonOf(await cli(["migrate", "--json"])).upToDate, true);
+    assert.deepEqual(jsonOf(await cli(["migrate", "--json"])).applied, [], "nothing left to apply");
     assert.deepEqual(Object.keys(jsonOf(await cli(["deliveries", "list", "--store", String(store.id), "--json"]))), ["data", "pagination"]);
   });
 

@@ -21,7 +21,7 @@ const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/
 const run = promisify(execFile);
 const MINUTE = 60_000;
 
-test("the state machine: every status × action pair, as CONTRACT §2, §5 and §7 decide", () => {
+test("the state machine: every status × action pair, as docs/plugins.md and docs/operations.md decide", () => {
   const expected: Record<InvoiceStatus, Record<InvoiceAction, string>> = {
     pending: { pushInvoice: "completed", disputeInvoice: "invalid", expire: "expired", cancel: "cancelled", refund: "invalid" },
     expired: { pushInvoice: "completed", disputeInvoice: "invalid", expire: "already", cancel: "invalid", refund: "invalid" },

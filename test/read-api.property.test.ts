@@ -1,5 +1,5 @@
 // Property: for any generated store and any query (id, status, e-mail, date window, page size), paging the
-// real API to the end returns exactly what a plain in-memory reference of the CONTRACT's rules returns, in
+// real API to the end returns exactly what a plain in-memory reference of the README's rules ("The read API") returns, in
 // order; and every element is exactly what the source tables give (the read model's stored documents, the
 // ones assembled for missing documents, and those made stale by a later raw write).
 import assert from "node:assert/strict";

@@ -65,7 +65,13 @@ function parseUsage(code: string): { commands: string[]; options: string[] } {
 
 test("the README's command table names every command the program has, each with options it takes", () => {
   const section = README.slice(README.indexOf("## Command line"), README.indexOf("\n## ", README.indexOf("## Command line") + 5));
-  const rows = section.split("\n").filter((l) => l.startsWith("| `"));
+  const lines = section.split("\n");
+  const rows = lines.filter((l) => l.startsWith("| `"));
+  // One table: a blank line between two rows ends it there, and Markdown shows the rest as a paragraph.
+  const first = lines.findIndex((l) => l.startsWith("|"));
+  const last = lines.findLastIndex((l) => l.startsWith("|"));
+  const breaks = lines.slice(first, last + 1).filter((l) => !l.startsWith("|"));
+  assert.deepEqual(breaks, [], "the command table is one table, with no line between its rows");
   const leaves = leafCommands(buildProgram());
   const documented = new Set<string>();
   for (const row of rows) {

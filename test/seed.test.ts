@@ -119,7 +119,7 @@ test("seeded data has the documented shape: ~5 invoices, ~2 reviews, ~3 sessions
 
     const statuses = new Map<unknown, number>();
     for (const i of invoices) statuses.set(i.status, (statuses.get(i.status) ?? 0) + 1);
-    assert.deepStrictEqual([...statuses.keys()].sort(), [...INVOICE_STATUSES].sort(), "every status of CONTRACT §2");
+    assert.deepStrictEqual([...statuses.keys()].sort(), [...INVOICE_STATUSES].sort(), "every invoice status");
     assert.ok(statuses.get("completed")! / invoices.length > 0.7, "mostly completed");
 
     // Totals are the sum of the items; invoices are made on one of their customer's sessions, after it began.

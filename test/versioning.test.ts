@@ -1,4 +1,4 @@
-// API and event versioning (CONTRACT §10) through the real app: the storefront-version header on every kind of
+// API and event versioning (README, "API versions") through the real app: the storefront-version header on every kind of
 // response, pinning per request and per key, the admin API and command line for a key's version, and a
 // test-only older version (registered only here) that renames a field and is deprecated.
 import assert from "node:assert/strict";

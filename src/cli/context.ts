@@ -5,13 +5,16 @@
 import { readFileSync } from "node:fs";
 import { CommanderError, type Command } from "commander";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
+import { SchemaTooNewError } from "../db/migrate.ts";
 import { AppError } from "../errors.ts";
+import { RELEASE } from "../ops/release.ts";
 import { SecretsKeyMismatch } from "../plugins/secrets-key.service.ts";
 import type { ServiceOptions, Services } from "../services.ts";
 
-export function cliConfig(): Readonly<Config> {
+/** The configuration from the environment (and .env); only `serve` is refused a bad PORT, HOST or HTTP_* value. */
+export function cliConfig(options: { listening?: boolean } = {}): Readonly<Config> {
   loadDotEnv();
-  return loadConfig();
+  return loadConfig(process.env, { listening: options.listening ?? false });
 }
 
 /** Services on the configured database (migrated); a database that cannot be opened is a CliError. */
@@ -96,7 +99,7 @@ export function addJsonOptions(command: Command, except: string[] = []): void {
 }
 
 /** PostgreSQL or SQLite failures at connect/migrate time that name their own fix. */
-function describeDatabaseFailure(err: unknown, config: Readonly<Config>): CliError | null {
+export function describeDatabaseFailure(err: unknown, config: Readonly<Config>): CliError | null {
   const code = (err as { code?: unknown } | null)?.code;
   if (config.database.kind === "postgres") {
     const url = safeUrl(config.database.url);
@@ -105,7 +108,10 @@ function describeDatabaseFailure(err: unknown, config: Readonly<Config>): CliErr
     if (code === "3D000") return new CliError(`PostgreSQL database "${name}" does not exist on ${where}: create it first (createdb -h ${url?.hostname ?? "HOST"} ${name}), then run this again`);
     if (code === "28P01" || code === "28000") return new CliError(`PostgreSQL at ${where} refused the login in DATABASE_URL: ${(err as Error).message}`);
     if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ETIMEDOUT" || code === "EHOSTUNREACH") return new CliError(`cannot reach PostgreSQL at ${where} (${String(code)}): is it running, and is DATABASE_URL right?`);
-  } else if (code === "SQLITE_CANTOPEN" || code === "EACCES" || code === "EROFS" || code === "SQLITE_READONLY") {
+  } else if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+    const what = code === "SQLITE_NOTADB" ? "is not an SQLite database" : "is a damaged SQLite database";
+    return new CliError(`${config.database.file} ${what} (${code}): DATABASE_URL=sqlite:<file> must name a storefront database, or a file that does not exist yet (restore a backup: docs/operations.md, "Backups")`);
+  } else if (["SQLITE_CANTOPEN", "EACCES", "EROFS", "SQLITE_READONLY", "EEXIST", "ENOTDIR"].includes(String(code))) {
     return new CliError(`cannot open the SQLite database ${config.database.file} (${String(code)}): check that its directory exists and is writable, or set DATABASE_URL`);
   }
   return null;
@@ -127,6 +133,11 @@ export function reportCliError(error: unknown): never {
   }
   if (error instanceof SecretsKeyMismatch) {
     process.stderr.write(`error: ${error.message}\n`);
+    process.exit(78);
+  }
+  if (error instanceof SchemaTooNewError) {
+    const message = error.message.replace("this release knows", `this release (${RELEASE}) knows`);
+    process.stderr.write(`error: ${message}: run the newer release, or restore a backup taken before the upgrade\n`);
     process.exit(78);
   }
   if (error instanceof AppError) {

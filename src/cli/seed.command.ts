@@ -1,7 +1,7 @@
 // `storefront seed`: a demo store with realistic data, or millions of customers for benchmarks, then a new
 // API key and a curl line to try it. A thin adapter over src/seed/.
 import { randomBytes } from "node:crypto";
-import cliProgress from "cli-progress";
+import type cliProgress from "cli-progress";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseIsoDate } from "../lib/list-query.ts";
 import type { SeedProgress } from "../seed/seed.ts";
@@ -53,7 +53,7 @@ export function registerSeedCommand(program: Command): void {
       const { DEMO_CUSTOMERS, seedWithKey } = await import("../seed/seed.ts"); // faker and friends: only when seeding
       const customers = opts.customers ?? DEMO_CUSTOMERS;
       await withServices(async (services) => {
-        const progress = progressBar();
+        const progress = progressBar((await import("cli-progress")).default);
         const result = await seedWithKey(services, {
           customers,
           seed,
@@ -87,10 +87,13 @@ export function registerSeedCommand(program: Command): void {
     });
 }
 
-/** Progress bars on standard error when it is a terminal (generating, then loading); silent otherwise. */
-function progressBar(): { update: (p: SeedProgress) => void; stop: () => void } {
+/**
+ * Progress bars on standard error when it is a terminal (generating, then loading); silent otherwise.
+ * `lib` is cli-progress, loaded by the seed alone: no other command (nor `serve`) loads it.
+ */
+function progressBar(lib: typeof cliProgress): { update: (p: SeedProgress) => void; stop: () => void } {
   if (!process.stderr.isTTY) return { update: () => {}, stop: () => {} };
-  const bars = new cliProgress.MultiBar(
+  const bars = new lib.MultiBar(
     {
       stream: process.stderr,
       format: "{phase} [{bar}] {percentage}% | {value}/{total} {unit} | ETA {eta_formatted} {note}",
@@ -99,7 +102,7 @@ function progressBar(): { update: (p: SeedProgress) => void; stop: () => void } 
       clearOnComplete: false,
       formatValue: (v, _options, type) => (type === "value" || type === "total" ? v.toLocaleString("en-US") : String(v)),
     },
-    cliProgress.Presets.shades_classic,
+    lib.Presets.shades_classic,
   );
   const current: { phase: string; bar: cliProgress.SingleBar | null } = { phase: "", bar: null };
   return {

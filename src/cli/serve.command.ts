@@ -1,55 +1,47 @@
-// `storefront serve`: migrate, listen, and on SIGTERM/SIGINT finish the requests in flight, then exit.
+// `storefront serve`: migrate (saying what it applies), listen, run the background loops, and on SIGTERM/SIGINT
+// finish the requests in flight, then exit.
 import type { Command } from "commander";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import type { Logger } from "pino";
 import { type Config, describeDatabase } from "../config.ts";
-import { CliError, cliConfig, openServices } from "./context.ts";
+import type { Services } from "../services.ts";
+import { CliError, cliConfig, describeDatabaseFailure, openServices } from "./context.ts";
 import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
 import { startFollowers } from "../ops/followers.ts";
+import { DatabaseInUseError, holdServeLock, type ServeLock } from "../db/serve-lock.ts";
+import { RELEASE, SCHEMA_VERSION } from "../ops/release.ts";
+import { MIGRATION_NAMES } from "../db/migrate.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
 const EXPIRY_INTERVAL_MS = 30_000;
-
 
 export function registerServeCommand(program: Command): void {
   program
     .command("serve")
     .description("migrate the database and serve the HTTP API")
     .action(async () => {
-      const config = cliConfig();
+      const config = cliConfig({ listening: true });
+      const lock = serveLock(config);
       const { createLogger } = await import("../ops/logger.ts");
       const logger = createLogger({ level: config.logLevel, format: config.logFormat });
-      const services = await openServices(config, { warmSandbox: true, checkSecretsKey: true, log: logger });
+      const services = await openMigrated(config, logger).catch((err: unknown) => {
+        lock.release();
+        throw err;
+      });
       const { buildApp } = await import("../app.ts");
       const app = await buildApp(services, { loggerInstance: logger });
-      // The console's bundle is built now, not on its first visitor's request.
-      const { consoleBundle } = await import("../console/console.assets.ts");
-      await consoleBundle();
-      // Delivery and event retention: once at start, then hourly.
-      const prune = () => {
-        services.webhooks
-          .pruneDeliveries()
-          .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old deliveries"))
-          .catch((err: unknown) => app.log.error({ err }, "pruning deliveries failed"));
-        services.events
-          .pruneEvents()
-          .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old events"))
-          .catch((err: unknown) => app.log.error({ err }, "pruning events failed"));
-      };
-      const pruneTimer = setInterval(prune, 3_600_000);
-      pruneTimer.unref();
-      let expiry: BackgroundLoop | null = null;
-      let followers: BackgroundLoop[] = [];
+      const background: { loops: BackgroundLoop[]; pruneTimer: NodeJS.Timeout | null } = { loops: [], pruneTimer: null };
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
-        clearInterval(pruneTimer);
+        if (background.pruneTimer) clearInterval(background.pruneTimer);
         app.log.info({ signal }, "shutting down: finishing requests in flight");
         const force = setTimeout(() => process.exit(1), 30_000);
         force.unref();
         app
           .close()
-          .then(() => expiry?.stop())
-          .then(() => Promise.all(followers.map((f) => f.stop())))
+          .then(() => Promise.all(background.loops.map((loop) => loop.stop())))
           .then(() => services.dispatcher.stop())
           .then(() => services.close())
           .then(() => process.exit(0))
@@ -69,29 +61,92 @@ export function registerServeCommand(program: Command): void {
         await services.close().catch(() => {});
         throw problem;
       }
+      if (!stopping) Object.assign(background, startBackgroundWork(services, app));
       const where = describeDatabase(config.database);
       const admin = config.adminToken === null ? "admin API off (no ADMIN_TOKEN)" : "admin API on";
-      prune();
-      // Pending invoices past INVOICE_PAYMENT_WINDOW_MINUTES: claimed in batches, so every process may run it.
-      if (!stopping) expiry = startBackgroundLoop(
-        "invoice expiry",
-        EXPIRY_INTERVAL_MS,
-        async () => {
-          const { expired } = await services.invoiceLifecycle.expireDue();
-          if (expired > 0) app.log.info({ expired }, "expired pending invoices past their payment window");
-        },
-        app.log,
-      );
-      if (expiry !== null) services.metrics.trackLoop("invoice_expiry", expiry.lastSuccessAt);
-      // What follows a commit: the read model's documents and the events' numbers (kicked by this process's
-      // payments, and looking for other processes' work every FOLLOW_INTERVAL_MS).
-      if (!stopping) {
-        followers = startFollowers(services, app.log);
-      }
-      // Outbound webhooks: this process claims its share of the queued events.
-      services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
       app.log.info({ database: where, adminApi: config.adminToken !== null }, `storefront serving on http://${config.host}:${config.port} (${where}); ${admin}; API docs at /docs`);
     });
+}
+
+/** SQLite: this process's hold on the database file (a second `serve` is refused); nothing to hold on PostgreSQL. */
+function serveLock(config: Readonly<Config>): ServeLock {
+  if (config.database.kind !== "sqlite") return { release: () => {} };
+  try {
+    return holdServeLock(config.database.file);
+  } catch (err) {
+    if (err instanceof DatabaseInUseError) throw new CliError(err.message);
+    throw describeDatabaseFailure(err, config) ?? err;
+  }
+}
+
+/** Services on the migrated database; the migrations it applies are logged as they start and once they committed. */
+async function openMigrated(config: Readonly<Config>, log: Logger): Promise<Services> {
+  const services = await openServices(config, {
+    checkSecretsKey: true,
+    log,
+    migrations: {
+      pending: (names) => {
+        if (names.length < MIGRATION_NAMES.length) log.info({ pending: names }, `applying ${names.length} migration(s): ${names.join(", ")}`);
+      },
+    },
+  });
+  const applied = services.appliedMigrations;
+  // A new database gets every migration: one line says so, each one's own line is for debugging.
+  const fresh = applied.length === MIGRATION_NAMES.length;
+  for (const m of applied) log[fresh ? "debug" : "info"]({ migration: m.name, durationMs: m.durationMs }, `applied migration ${m.name} in ${m.durationMs} ms`);
+  if (fresh) log.info({ migrations: applied.length, durationMs: applied.reduce((sum, m) => sum + m.durationMs, 0) }, `created the schema of a new database (${applied.length} migrations)`);
+  log.info({ release: RELEASE, schema: SCHEMA_VERSION }, `storefront ${RELEASE}, database schema ${SCHEMA_VERSION}`);
+  return services;
+}
+
+/**
+ * Retention (at start, then hourly), invoice expiry, the followers of each commit, and outbound webhooks.
+ * Each loop claims its work in the database, so every process of a deployment runs all of them.
+ */
+function startBackgroundWork(services: Services, app: FastifyInstance): { loops: BackgroundLoop[]; pruneTimer: NodeJS.Timeout } {
+  const prune = () => {
+    services.webhooks
+      .pruneDeliveries()
+      .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old deliveries"))
+      .catch((err: unknown) => app.log.error({ err }, "pruning deliveries failed"));
+    services.events
+      .pruneEvents()
+      .then((n) => n > 0 && app.log.info({ deleted: n }, "pruned old events"))
+      .catch((err: unknown) => app.log.error({ err }, "pruning events failed"));
+  };
+  const pruneTimer = setInterval(prune, 3_600_000);
+  pruneTimer.unref();
+  prune();
+  const expiry = startBackgroundLoop("invoice expiry", EXPIRY_INTERVAL_MS, expiryPass(services, app.log), app.log);
+  services.metrics.trackLoop("invoice_expiry", () => expiry.lastSuccessAt());
+  // What follows a commit: the read model's documents and the events' numbers (kicked by this process's
+  // payments, and looking for other processes' work every FOLLOW_INTERVAL_MS).
+  const followers = startFollowers(services, app.log);
+  // Outbound webhooks: this process claims its share of the queued events.
+  services.dispatcher.start((err) => app.log.error({ err }, "event dispatch failed"));
+  return { loops: [expiry, ...followers], pruneTimer };
+}
+
+/**
+ * Pending invoices past INVOICE_PAYMENT_WINDOW_MINUTES, claimed in batches. The first pass after start-up
+ * may expire many at once (after an upgrade from a release without expiry, or after downtime): it says so
+ * as a warning naming the setting.
+ */
+function expiryPass(services: Services, log: FastifyBaseLogger): () => Promise<void> {
+  const minutes = services.config.invoicePaymentWindowMinutes;
+  let first = true;
+  return async () => {
+    const { expired } = await services.invoiceLifecycle.expireDue();
+    if (expired > 0 && first) {
+      log.warn(
+        { expired, paymentWindowMinutes: minutes },
+        `expired ${expired} pending invoice(s) checked out more than ${minutes} min ago, at start-up (INVOICE_PAYMENT_WINDOW_MINUTES; 0 keeps invoices pending)`,
+      );
+    } else if (expired > 0) {
+      log.info({ expired }, "expired pending invoices past their payment window");
+    }
+    first = false;
+  };
 }
 
 /** The address cannot be used: say which and what to change. */
@@ -103,4 +158,3 @@ function listenProblem(err: unknown, config: Readonly<Config>): CliError | null 
   if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return new CliError(`HOST ${config.host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 or one of its addresses`);
   return null;
 }
-

@@ -1,6 +1,7 @@
 // `storefront migrate`, `storefront stores create|list`, `storefront keys create|list|revoke|set-version`,
 // `storefront versions`.
 import type { Command } from "commander";
+import { SCHEMA_VERSION } from "../db/migrate.ts";
 import { knownVersions } from "../versioning/registry.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { emit, emitList, type JsonOption, printJson, withServices } from "./context.ts";
@@ -8,10 +9,15 @@ import { emit, emitList, type JsonOption, printJson, withServices } from "./cont
 export function registerStoreCommands(program: Command): void {
   program
     .command("migrate")
-    .description("apply database migrations (serve also does this at start-up)")
+    .description("apply database migrations (serve also does this at start-up); prints each one applied")
     .action(async (opts: JsonOption) => {
       await withServices(async (s) => {
-        emit(opts, { dialect: s.db.dialect, upToDate: true }, () => process.stdout.write(`database is up to date (${s.db.dialect})\n`));
+        const applied = s.appliedMigrations;
+        emit(opts, { dialect: s.db.dialect, schema: SCHEMA_VERSION, applied }, () => {
+          for (const m of applied) process.stdout.write(`applied ${m.name} in ${m.durationMs} ms\n`);
+          const what = applied.length === 0 ? "up to date, nothing to apply" : `applied ${applied.length} migration${applied.length === 1 ? "" : "s"}`;
+          process.stdout.write(`schema ${SCHEMA_VERSION}: ${what} (${s.db.dialect})\n`);
+        });
       });
     });
 

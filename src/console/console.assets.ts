@@ -1,11 +1,15 @@
 // The console's browser code, bundled by esbuild from console-ui/src/main.ts into memory once per process
 // (no build step, nothing written to disk), named by content hash and compressed ahead of time (brotli,
-// gzip) so every request is a lookup. `serve` builds it at start-up; otherwise the first console
-// request does.
+// gzip) so every request is a lookup. The first console request builds it (a second or two, once), and
+// esbuild's child process is stopped as soon as it is built: a service nobody opens the console on never
+// starts it.
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync, constants as zlib, gzipSync } from "node:zlib";
+import type * as EsbuildModule from "esbuild";
+
+type Esbuild = typeof EsbuildModule;
 
 export interface ConsoleAsset {
   /** Content-hashed by esbuild: `app-<hash>.js`, `chunk-<hash>.js`, `app-<hash>.css`. */
@@ -41,6 +45,16 @@ const CONTENT_TYPES: Record<string, string> = { ".js": "text/javascript; charset
 
 async function buildBundle(): Promise<ConsoleBundle> {
   const esbuild = await import("esbuild");
+  try {
+    return await bundleWith(esbuild);
+  } finally {
+    // esbuild builds in a child process that would otherwise live as long as this one: the bundle is
+    // built once, so the child goes as soon as it is done.
+    await esbuild.stop();
+  }
+}
+
+async function bundleWith(esbuild: Esbuild): Promise<ConsoleBundle> {
   // Split: the editor (CodeMirror) is a chunk of its own, loaded when a plugin page opens, so the
   // first page a merchant sees loads only the shell.
   const result = await esbuild.build({

@@ -6,8 +6,9 @@
 // - PostgreSQL: triggers notify a channel with their schema after any change (migrations 0014, 0017); one
 //   connection of this process listens to every channel in use, and while it is not listening
 //   (connecting, or lost) nothing may be remembered.
-import pg from "pg";
+import type pg from "pg";
 import type SQLite from "better-sqlite3";
+import { pgDriver } from "./database.ts";
 
 /** The listening connection's application_name (pg_stat_activity). */
 export const LISTENER_NAME = "storefront key changes";
@@ -76,7 +77,7 @@ function postgresWatch(url: string): ChangeWatch {
   async function listen(): Promise<void> {
     retry = null;
     if (closed) return;
-    const c = new pg.Client({ connectionString: url, application_name: LISTENER_NAME });
+    const c = new (pgDriver().Client)({ connectionString: url, application_name: LISTENER_NAME });
     client = c;
     c.on("error", () => lost(c));
     c.on("end", () => lost(c));

@@ -1,15 +1,16 @@
 // The database connection: embedded SQLite (better-sqlite3, WAL) by default, PostgreSQL (pg) for more than
 // one machine. Both speak through the same Kysely<Database>, so repositories are written once.
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, type LogEvent, PostgresDialect, SqliteDialect, sql } from "kysely";
-import pg from "pg";
-import { parseIntoClientConfig } from "pg-connection-string";
-import postgres from "postgres";
+import type pg from "pg";
+import type * as PgConnectionString from "pg-connection-string";
+import type postgres from "postgres";
 import type { Config } from "../config.ts";
 import type { Database } from "./schema.ts";
-import { migrateToLatest, pendingMigrations } from "./migrate.ts";
+import { type AppliedMigration, type MigrationObserver, migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -23,7 +24,8 @@ export interface Db {
   pgPool: pg.Pool | null;
   /** Runs a statement that is prepared once per connection and then only bound (see Prepared). */
   prepared: Prepared;
-  migrate(): Promise<void>;
+  /** Applies the pending migrations; returns those applied, with their durations. */
+  migrate(observer?: MigrationObserver): Promise<AppliedMigration[]>;
   /** Migrations not yet applied to this database. */
   pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
@@ -75,12 +77,20 @@ function pgPrepared(pool: pg.Pool): Prepared {
   };
 }
 
+// The PostgreSQL drivers are loaded when a PostgreSQL database is opened: an SQLite service (the embedded
+// default) never loads their ~60 modules.
+const require = createRequire(import.meta.url);
+/** pg, loaded on first use. */
+export const pgDriver = (): typeof pg => require("pg") as typeof pg;
+const postgresJs = (): typeof postgres => require("postgres") as typeof postgres;
+const parseIntoClientConfig = (url: string) => (require("pg-connection-string") as typeof PgConnectionString).parseIntoClientConfig(url);
+
 // int8 (bigint) and numeric come back from pg as strings; our int8 columns hold epoch milliseconds and
 // cents, far inside Number's safe range, so they are parsed as numbers.
 const INT8_OID = 20;
 const pgTypes = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
+    oid === INT8_OID ? (v: string) => Number(v) : pgDriver().types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
 };
 
 /** The oids of the integer types, read as numbers (int8: epoch milliseconds and cents, as pgTypes). */
@@ -111,7 +121,7 @@ export function postgresJsOptions(url: string, genericPlans: boolean): postgres.
  * run only.
  */
 function postgresJsPrepared(url: string, genericPlans: boolean): Prepared & { close(): Promise<void> } {
-  const sql = postgres({ ...postgresJsOptions(url, genericPlans), max: 1, prepare: true, fetch_types: false, onnotice: () => {} });
+  const sql = postgresJs()({ ...postgresJsOptions(url, genericPlans), max: 1, prepare: true, fetch_types: false, onnotice: () => {} });
   return {
     all: async <R>(statement: PreparedStatement, params: readonly unknown[], bytes: readonly string[] = []) => {
       const result = await sql.unsafe(statement.sql, params as postgres.ParameterOrJSON<never>[], { prepare: statement.name !== null }).raw();
@@ -170,7 +180,7 @@ function queryLog(options: OpenOptions): { log?: (event: LogEvent) => void } {
 export function openDatabase(database: Config["database"], options: OpenOptions = {}): Db {
   if (database.kind === "postgres") {
     const url = options.genericPlans ? withStartupOption(database.url, "-c plan_cache_mode=force_generic_plan") : database.url;
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
+    const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
     // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
     // 'error' on the client, checked out or idle, and an unheard 'error' ends the process. Heard here, the
     // query in flight fails (answered 503 database_unavailable) and the pool replaces the client.
@@ -187,9 +197,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
       sqlite: null,
       pgPool: pool,
       prepared: bytes ?? pgPrepared(pool),
-      migrate: async () => {
-        await migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" });
-      },
+      migrate: (observer) => migrateToLatest(kysely as Kysely<unknown>, { dialect: "postgres" }, observer),
       pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "postgres" }),
       ping: async () => {
         await sql`select 1`.execute(kysely);
@@ -214,9 +222,7 @@ export function openDatabase(database: Config["database"], options: OpenOptions 
     sqlite: handle,
     pgPool: null,
     prepared: sqlitePrepared(handle),
-    migrate: async () => {
-      await migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" });
-    },
+    migrate: (observer) => migrateToLatest(kysely as Kysely<unknown>, { dialect: "sqlite" }, observer),
     pendingMigrations: () => pendingMigrations(kysely as Kysely<unknown>, { dialect: "sqlite" }),
     ping: async () => {
       await sql`select 1`.execute(kysely);

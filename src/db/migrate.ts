@@ -1,8 +1,11 @@
 // One ordered list of migrations for both dialects, applied by `storefront migrate` and at `serve` start-up.
 // Kysely's Migrator keeps the applied list in `kysely_migration` and takes a lock, so several service
-// processes starting together on one PostgreSQL apply each migration once.
+// processes starting together on one PostgreSQL apply each migration once. The newest migration's name is
+// the schema version; a database holding migrations this release does not know was migrated by a newer
+// release and is refused before anything runs.
+import { performance } from "node:perf_hooks";
 import { type Kysely, sql } from "kysely";
-import { Migrator, type Migration, type MigrationResultSet } from "kysely/migration";
+import { Migrator, type Migration } from "kysely/migration";
 import * as m0001 from "./migrations/0001_initial.ts";
 import * as m0002 from "./migrations/0002_plugins.ts";
 import * as m0003 from "./migrations/0003_child_page_order.ts";
@@ -52,17 +55,57 @@ const migrations: Record<string, MigrationModule> = {
   "0021_console_workbench": m0021,
 };
 
+/** The migrations this release ships, oldest first. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
+
+/** The schema version of this release: the name of its newest migration. */
+export const SCHEMA_VERSION: string = MIGRATION_NAMES.at(-1)!;
+
 /** The last migration this build knows: the schema version a database is at once migrated. */
 export function latestMigration(): string {
-  return Object.keys(migrations).at(-1)!;
+  return SCHEMA_VERSION;
 }
 
-export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext): Promise<MigrationResultSet> {
-  return migrateTo(db, ctx, null);
+export interface AppliedMigration {
+  name: string;
+  durationMs: number;
 }
 
-/** Applies the migrations up to and including `last` (null: all of them); tests of an upgrade start from an older schema. */
-export async function migrateTo(db: Kysely<unknown>, ctx: MigrationContext, last: string | null): Promise<MigrationResultSet> {
+export interface MigrationObserver {
+  /** Called before anything runs, with the migrations about to be applied (not called when there are none). */
+  pending?(names: string[]): void;
+}
+
+/** The database holds migrations this release does not know: a newer release migrated it. */
+export class SchemaTooNewError extends Error {
+  /** The migrations the database has and this release does not know. */
+  readonly unknown: string[];
+
+  constructor(unknown: string[]) {
+    super(`the database was migrated by a newer release of storefront (${unknown.join(", ")}); this release knows migrations up to ${SCHEMA_VERSION}`);
+    this.name = "SchemaTooNewError";
+    this.unknown = unknown;
+  }
+}
+
+export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext, observer: MigrationObserver = {}): Promise<AppliedMigration[]> {
+  return migrateTo(db, ctx, null, observer);
+}
+
+/**
+ * Applies the migrations up to and including `last` (null: all of them) and returns those it applied, with
+ * how long each took; tests of an upgrade start from an older schema. A database that holds migrations
+ * this release does not know is refused (SchemaTooNewError) before anything runs.
+ */
+export async function migrateTo(db: Kysely<unknown>, ctx: MigrationContext, last: string | null, observer: MigrationObserver = {}): Promise<AppliedMigration[]> {
+  const names = Object.keys(migrations);
+  const applied = await appliedMigrations(db, ctx);
+  const unknown = [...applied].filter((name) => !(name in migrations)).sort();
+  if (unknown.length > 0) throw new SchemaTooNewError(unknown);
+  const upTo = last === null ? names.length : names.indexOf(last) + 1;
+  const todo = names.slice(0, upTo).filter((name) => !applied.has(name));
+  if (todo.length > 0) observer.pending?.(todo);
+  const durations = new Map<string, number>();
   const migrator = new Migrator({
     db,
     // Kysely looks for its own tables in every schema it can see: name ours, or a database holding
@@ -72,14 +115,24 @@ export async function migrateTo(db: Kysely<unknown>, ctx: MigrationContext, last
       getMigrations: () =>
         Promise.resolve(
           Object.fromEntries(
-            Object.entries(migrations).map(([name, mod]): [string, Migration] => [name, { up: (d) => mod.up(d, ctx) }]),
+            Object.entries(migrations).map(([name, mod]): [string, Migration] => [
+              name,
+              {
+                up: async (d) => {
+                  const started = performance.now();
+                  await mod.up(d, ctx);
+                  durations.set(name, Math.round(performance.now() - started));
+                },
+              },
+            ]),
           ),
         ),
     },
   });
   const result = last === null ? await migrator.migrateToLatest() : await migrator.migrateTo(last);
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
-  return result;
+  // Reported once they have committed (on PostgreSQL all of them commit together).
+  return (result.results ?? []).filter((r) => r.status === "Success").map((r) => ({ name: r.migrationName, durationMs: durations.get(r.migrationName) ?? 0 }));
 }
 
 async function currentSchema(db: Kysely<unknown>): Promise<string> {
@@ -89,20 +142,23 @@ async function currentSchema(db: Kysely<unknown>): Promise<string> {
   return schema;
 }
 
-/** Migrations this build knows that the database has not applied (empty: the schema is current). */
-export async function pendingMigrations(db: Kysely<unknown>, ctx: MigrationContext): Promise<string[]> {
-  let applied: Set<string>;
+/** The names in `kysely_migration` (none when the table does not exist yet: an empty database). */
+async function appliedMigrations(db: Kysely<unknown>, ctx: MigrationContext): Promise<Set<string>> {
   try {
     const schema = ctx.dialect === "postgres" ? sql.id(await currentSchema(db), "kysely_migration") : sql.id("kysely_migration");
     const { rows } = await sql<{ name: string }>`select name from ${schema}`.execute(db);
-    applied = new Set(rows.map((r) => r.name));
+    return new Set(rows.map((r) => r.name));
   } catch (err) {
     // No migration table at all: an empty database. Anything else (the connection, a database that does not
     // exist: 3D000 says "does not exist" too) is the caller's to see.
     const code = (err as { code?: unknown } | null)?.code;
-    const missingTable = code === "42P01" || /kysely_migration|no such table/.test(err instanceof Error ? err.message : "");
-    if (missingTable) return Object.keys(migrations);
+    if (code === "42P01" || /kysely_migration|no such table/.test(err instanceof Error ? err.message : "")) return new Set();
     throw err;
   }
+}
+
+/** Migrations this build knows that the database has not applied (empty: the schema is current). */
+export async function pendingMigrations(db: Kysely<unknown>, ctx: MigrationContext): Promise<string[]> {
+  const applied = await appliedMigrations(db, ctx);
   return Object.keys(migrations).filter((name) => !applied.has(name));
 }

@@ -23,7 +23,7 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
-/** CONTRACT §9: the waits before each retry; after the last one the series has failed. */
+/** docs/events.md, "Retries": the waits before each retry; after the last one the series has failed. */
 export const RETRY_SCHEDULE_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 export const DELIVERY_TIMEOUT_MS = 15 * SECOND;
 export const DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR;

@@ -1,4 +1,4 @@
-// The one place an event's wire form is made, for the feed and for webhooks. Versioning (CONTRACT §10)
+// The one place an event's wire form is made, for the feed and for webhooks. Versioning (README, "API versions")
 // plugs in here: an endpoint's or request's api_version is passed along so older versions can be
 // rendered from the stored current shape.
 import { isoTime } from "../lib/list-query.ts";

@@ -1,4 +1,4 @@
-// Schemas of the event feed and of the endpoint administration (CONTRACT §9).
+// Schemas of the event feed and of the endpoint administration (docs/events.md).
 import { Type } from "typebox";
 import { DateTime, Nullable, errorResponses } from "../lib/schemas.ts";
 import { EVENT_TYPES, INVOICE_EVENT_TYPES } from "./events.types.ts";

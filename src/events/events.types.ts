@@ -1,4 +1,4 @@
-// The event types of CONTRACT §9 and the shapes an event has on the wire (feed and webhooks alike).
+// The event types (docs/events.md, "Events") and the shapes an event has on the wire (feed and webhooks alike).
 import type { Invoice, InvoiceStatus } from "../invoices/invoices.schemas.ts";
 
 export const INVOICE_EVENT_TYPES = [
@@ -12,7 +12,7 @@ export const INVOICE_EVENT_TYPES = [
 export const EVENT_TYPES = [...INVOICE_EVENT_TYPES, "delivery.failed"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The API version events are rendered in unless an endpoint remembers another (CONTRACT §10). */
+/** The API version events are rendered in unless an endpoint remembers another (README, "API versions"). */
 export const CURRENT_API_VERSION = "2026-11-23";
 
 export function isEventType(value: string): value is EventType {

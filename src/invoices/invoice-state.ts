@@ -1,4 +1,4 @@
-// The invoice state machine of CONTRACT §2, §5 and §7, in one place: what each action does to an invoice in
+// The invoice state machine (docs/plugins.md, "The result"; docs/operations.md, "Invoices that live like real ones"), in one place: what each action does to an invoice in
 // each status. Plugin actions (pushInvoice, disputeInvoice), the payment window's expiry, and the
 // merchant's cancel and refund all ask this table; invoice-transitions.ts applies the answer.
 import type { InvoiceStatus } from "./invoices.schemas.ts";

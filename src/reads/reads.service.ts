@@ -107,20 +107,25 @@ const SLOT_SIZE = 1 << 20;
 const SLOT_COUNT = 16;
 const NO_RELEASE = () => {};
 
-/** A fixed set of reader threads; each request goes to the one with the fewest pages in hand. */
+/**
+ * A fixed set of reader threads, started by the first page (an idle service holds none: each is an isolate
+ * and a database connection); each request goes to the one with the fewest pages in hand.
+ */
 class ReaderPool {
   private readonly readers: Reader[] = [];
   private readonly init: Pick<ReaderInit, "database" | "nice">;
+  private readonly size: number;
   private nextId = 0;
   private closing = false;
 
   constructor(init: Pick<ReaderInit, "database" | "nice">, size: number) {
     this.init = init;
-    for (let i = 0; i < size; i++) this.readers.push(this.spawn());
+    this.size = size;
   }
 
   run(job: Omit<ReadJob, "id">): Promise<PageBytes> {
     if (this.closing) return Promise.reject(new AppError("service_unavailable", "The service is shutting down"));
+    while (this.readers.length < this.size) this.readers.push(this.spawn());
     let reader = this.readers[0]!;
     for (const r of this.readers) if (r.pending.size < reader.pending.size) reader = r;
     const id = this.nextId++;

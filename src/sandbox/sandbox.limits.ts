@@ -1,4 +1,4 @@
-// The default limits of CONTRACT section 6, and the merge of a caller's partial settings over them.
+// The default limits (docs/plugins.md, "Limits"), and the merge of a caller's partial settings over them.
 import os from "node:os";
 import type { SandboxLimits } from "./sandbox.types.ts";
 

@@ -1,4 +1,4 @@
-// The registry of API versions (CONTRACT §10): which date versions exist, which is current, and the chain of
+// The registry of API versions (README, "API versions"): which date versions exist, which is current, and the chain of
 // steps that turns today's response and event shapes into an older version's. Routes know nothing of it.
 //
 // Each version other than the newest carries the steps that turn the shapes of the version after it into
@@ -15,7 +15,7 @@ export interface ResponseRoute {
   status: number;
 }
 
-/** An outbound event (CONTRACT §9), as the feed and the endpoints send it. */
+/** An outbound event (docs/events.md), as the feed and the endpoints send it. */
 export interface VersionedEvent {
   id: string;
   type: string;

@@ -1,4 +1,4 @@
-// The API versions this service serves, one entry per version (CONTRACT §10; CHANGELOG.md tells the story).
+// The API versions this service serves, one entry per version (README, "API versions"; CHANGELOG.md tells the story).
 // A breaking change ships as a new version at the top of this list; the version it replaces then gets the
 // steps that turn the new shapes back into its own (transformResponse / transformEvent), a deprecation
 // date and a sunset at least 12 months later. Additive changes need no new version.

@@ -13,7 +13,8 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<CliRun> {
+/** `timeoutMs` bounds a command that should have stopped (a `serve` that should have refused): killed past it. */
+export function runCli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? REPO,
@@ -25,7 +26,11 @@ export function runCli(args: string[], options: { env?: Record<string, string>; 
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    const timer = options.timeoutMs === undefined ? null : setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+    child.on("close", (code) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
     child.stdin.end(options.input ?? "");
   });
 }

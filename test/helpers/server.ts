@@ -59,13 +59,14 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     child,
     output: () => output,
     async stop() {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill("SIGTERM");
       const [code] = (await once(child, "exit")) as [number | null];
       return code;
     },
     async kill9() {
-      if (child.exitCode !== null) return;
+      // A process killed by a signal has no exit code, only a signal code: either means it is gone.
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGKILL");
       await once(child, "exit");
     },

@@ -1,4 +1,4 @@
-// Every global a plugin sees (CONTRACT section 5): its normal use and its error cases, through the
+// Every global a plugin sees (docs/plugins.md, "The environment"): its normal use and its error cases, through the
 // real worker pool.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";

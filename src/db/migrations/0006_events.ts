@@ -1,4 +1,4 @@
-// Events out (CONTRACT §9): the event log (outbox) with a per-store sequence number, outbound webhook
+// Events out (docs/events.md): the event log (outbox) with a per-store sequence number, outbound webhook
 // endpoints, one delivery task per (event, endpoint) claimed by the dispatcher, and every attempt made.
 import { sql, type Kysely } from "kysely";
 import type { MigrationContext } from "../migrate.ts";

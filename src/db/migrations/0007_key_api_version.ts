@@ -1,4 +1,4 @@
-// Versioning (CONTRACT §10): an API key remembers the API version current when it was created and is
+// Versioning (README, "API versions"): an API key remembers the API version current when it was created and is
 // answered in it unless a request pins another. Keys from before versioning get the first version.
 import type { Kysely } from "kysely";
 

@@ -1,4 +1,4 @@
-// The merchant console's logins and sessions (CONTRACT §7a). A login sees only the stores it lists; the
+// The merchant console's logins and sessions (docs/console.md). A login sees only the stores it lists; the
 // admin token's sessions see every store. A session is stored as the SHA-256 of its cookie value, so a
 // copy of the database does not hold usable cookies.
 import type { Kysely } from "kysely";
