@@ -10,24 +10,24 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { consoleRoutes, isConsolePath, setConsoleSecurityHeaders } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
-import { CustomerSchema } from "./customers/customers.schemas.ts";
+import { CustomerSchema } from "./schemas/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
-import { CustomerInvoiceSchema, InvoiceSchema } from "./invoices/invoices.schemas.ts";
+import { CustomerInvoiceSchema, InvoiceSchema } from "./schemas/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
-import { isDatabaseUnavailable } from "./db/db-errors.ts";
+import { isDatabaseUnavailable } from "./platform/db/db-errors.ts";
 import { lazySchemaCompilers } from "./lib/lazy-schema-compilers.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { requirePlainIntegers } from "./lib/strict-numbers.ts";
 import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
-import { ErrorSchema } from "./lib/schemas.ts";
-import { completeOpenApi } from "./ops/openapi.ts";
-import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./ops/openapi.examples.ts";
+import { ErrorSchema } from "./schemas/common.schemas.ts";
+import { completeOpenApi } from "./platform/ops/openapi.ts";
+import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./platform/ops/openapi.examples.ts";
 import { DeliveryFailedEventSchema, EventSchema, InvoiceEventSchema } from "./events/events.schemas.ts";
 import { documentWebhooks } from "./events/events.openapi.ts";
 import { eventsRoutes } from "./events/events.routes.ts";
-import { serveMetricsOnOwnPort } from "./ops/metrics-server.ts";
-import { opsRoutes } from "./ops/ops.routes.ts";
-import { RequestLogController } from "./ops/request-log.ts";
+import { serveMetricsOnOwnPort } from "./platform/ops/metrics-server.ts";
+import { opsRoutes } from "./platform/ops/ops.routes.ts";
+import { RequestLogController } from "./platform/ops/request-log.ts";
 import { webhookRoutes } from "./payments/webhook.routes.ts";
 import type { Services } from "./services.ts";
 import { currentVersion, knownVersions } from "./versioning/registry.ts";
@@ -49,7 +49,7 @@ const RETRY_AFTER_SECONDS = 5;
 export interface AppOptions {
   /** Pino logger options; false for none (tests). */
   logger?: boolean | { level: string };
-  /** The logger to use (serve's, src/ops/logger.ts); wins over `logger`. */
+  /** The logger to use (serve's, src/platform/ops/logger.ts); wins over `logger`. */
   loggerInstance?: FastifyBaseLogger;
 }
 
@@ -198,8 +198,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
-    // operationIds, public routes' security, response descriptions, servers, examples: src/ops/openapi.ts.
-    // What src/ops/openapi.ts completes (in place), then the versions and their header on every response.
+    // operationIds, public routes' security, response descriptions, servers, examples: src/platform/ops/openapi.ts.
+    // What src/platform/ops/openapi.ts completes (in place), then the versions and their header on every response.
     transformObject: (doc) => {
       const openapi = "openapiObject" in doc ? doc.openapiObject : doc.swaggerObject;
       completeOpenApi(openapi, {

@@ -4,9 +4,9 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
-import { createAddressPolicy } from "./sandbox/fetch.policy.ts";
+import { createAddressPolicy } from "./platform/outbound/address-policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
-import type { LogFormat } from "./ops/logger.ts";
+import type { LogFormat } from "./platform/ops/logger.ts";
 
 /** The sandbox limits (docs/plugins.md, "Limits"), as the sandbox takes them. */
 export type PluginLimitsConfig = SandboxLimits;
@@ -23,7 +23,7 @@ export interface Config {
   adminToken: string | null;
   secretsKey: string | null;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  /** LOG_FORMAT: pretty (people) or json (machines); null decides by the terminal (src/ops/logger.ts). */
+  /** LOG_FORMAT: pretty (people) or json (machines); null decides by the terminal (src/platform/ops/logger.ts). */
   logFormat: LogFormat | null;
   /** /metrics: on its own port (METRICS_PORT; null: the main port), behind a bearer token (METRICS_TOKEN; null: open). */
   metrics: { port: number | null; token: string | null };

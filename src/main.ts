@@ -13,7 +13,7 @@ import { registerSecretsCommands } from "./cli/secrets.commands.ts";
 import { registerSeedCommand } from "./cli/seed.command.ts";
 import { registerServeCommand } from "./cli/serve.command.ts";
 import { registerStoreCommands } from "./cli/stores.commands.ts";
-import { versionLine } from "./ops/release.ts";
+import { versionLine } from "./platform/ops/release.ts";
 
 export function buildProgram(): Command {
   const program = new Command()

@@ -2,33 +2,33 @@
 // the tests all start from here (tests on a fresh database).
 import type { FastifyRequest } from "fastify";
 import type { Config } from "./config.ts";
-import { type Db, openDatabase } from "./db/database.ts";
-import type { AppliedMigration, MigrationObserver } from "./db/migrate.ts";
-import { createCustomersRepository, type CustomersRepository } from "./customers/customers.repository.ts";
+import { type Db, openDatabase } from "./platform/db/database.ts";
+import type { AppliedMigration, MigrationObserver } from "./platform/db/migrate.ts";
+import { createCustomersRepository, type CustomersRepository } from "./readmodel/customer-documents.ts";
 import { createCustomersService, type CustomersService } from "./customers/customers.service.ts";
 import { createEndpointSender, type EndpointSender, type SendResult } from "./events/endpoint-target.ts";
 import { createEndpointsRepository } from "./events/endpoints.repository.ts";
 import { type AttemptReport, createDispatcher, DELIVERY_TIMEOUT_MS, type Dispatcher, type DispatcherOptions } from "./events/event-dispatcher.ts";
 import { createEventsRepository } from "./events/events.repository.ts";
 import { createEventsService, type EventsService } from "./events/events.service.ts";
-import { createInvoicesRepository, type InvoicesRepository } from "./invoices/invoices.repository.ts";
+import { createInvoicesRepository, type InvoicesRepository } from "./readmodel/invoice-documents.ts";
 import { createInvoicesService, type InvoicesService } from "./invoices/invoices.service.ts";
 import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter.ts";
 import { createSignInGuard, type SignInGuard } from "./auth/sign-in-guard.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
-import { buildInfo } from "./ops/build.ts";
-import { createMetrics, instrumentSandbox, type Metrics, observeOutboundBacklog, observeReadModel } from "./ops/metrics.ts";
+import { buildInfo } from "./platform/ops/build.ts";
+import { createMetrics, instrumentSandbox, type Metrics, observeOutboundBacklog, observeReadModel } from "./platform/ops/metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
-import { createReadsService, type ReadsService } from "./reads/reads.service.ts";
-import { createPriorityGate, type PriorityGate } from "./lib/priority-gate.ts";
+import { createReadsService, type ReadsService } from "./readmodel/readers.service.ts";
+import { createPriorityGate, type PriorityGate } from "./readmodel/priority-gate.ts";
 import { createPluginsService, type PluginsService, type RunnablePlugin } from "./plugins/plugins.service.ts";
-import { createSecretBox, resolveSecretsKey } from "./plugins/secrets.ts";
-import { assertSecretsKeyOpensStoredSecrets } from "./plugins/secrets-key.service.ts";
+import { createSecretBox, resolveSecretsKey } from "./platform/crypto/secret-box.ts";
+import { assertSecretsKeyOpensStoredSecrets } from "./platform/crypto/secrets-key.service.ts";
 import { createWebhookService, type WebhookService } from "./payments/webhook.service.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createKeyCache, KEY_CHANGES_CHANNEL, PLUGIN_CHANGES_CHANNEL } from "./stores/key-cache.ts";
-import { createChangeWatch } from "./db/change-watch.ts";
-import { createDurableCommitter, type DurableCommitter } from "./db/durable.ts";
+import { createChangeWatch } from "./platform/db/change-watch.ts";
+import { createDurableCommitter, type DurableCommitter } from "./platform/db/durable.ts";
 import { createProjector, type Projector } from "./readmodel/projector.ts";
 import { createSequencer, type Sequencer } from "./events/events.sequencer.ts";
 import { type AuthenticatedKey, createStoresService, type StoresService } from "./stores/stores.service.ts";
@@ -67,7 +67,7 @@ export interface Services {
   onCommitted(listener: () => void): () => void;
   /** Read API pages, built on reader threads (READ_THREADS). */
   reads: ReadsService;
-  /** Payment webhooks in flight hold finished read pages back (src/lib/priority-gate.ts). */
+  /** Payment webhooks in flight hold finished read pages back (src/readmodel/priority-gate.ts). */
   paymentsFirst: PriorityGate;
   sandbox: Sandbox;
   /** The console's logins and sessions. */

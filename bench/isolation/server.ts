@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
-import { openDatabase } from "../../src/db/database.ts";
+import { openDatabase } from "../../src/platform/db/database.ts";
 import { seedStore } from "../../src/seed/seed.ts";
 import { createServices } from "../../src/services.ts";
 import { type IsolationServerReady, SIGNING_SECRET } from "./protocol.ts";

@@ -2,7 +2,7 @@
 // them (one customer holding them all would make every payment rebuild a read-model document of tens of
 // thousands of invoices), with their read-model documents built as a seed builds them.
 import { newId } from "../../src/lib/ids.ts";
-import { rebuildReadModel } from "../../src/lib/read-model.ts";
+import { rebuildReadModel } from "../../src/readmodel/documents.ts";
 import type { Services } from "../../src/services.ts";
 
 const INVOICES_PER_CUSTOMER = 5;

@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { loadConfig } from "../../src/config.ts";
-import { type Db, openDatabase } from "../../src/db/database.ts";
+import { type Db, openDatabase } from "../../src/platform/db/database.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
 import { type SeedProgress, seedStore } from "../../src/seed/seed.ts";
 

@@ -3,7 +3,7 @@
 // why a case is slow; run.ts measures the HTTP figures.
 //
 //   node bench/read-api/explain.ts [--size 1000000] [--plans] [--cache-size -262144] [--mmap 30000000000]
-//     [--no-statement-cache]   Kysely preparing every statement again, as before src/db/statement-cache.ts
+//     [--no-statement-cache]   Kysely preparing every statement again, as before src/platform/db/statement-cache.ts
 //                              (only the rare statements now: the page's own are prepared once, Db.prepared)
 //     [--popular-variant]   also the catalogue's best-selling variant as `id` (slow: scales with its sales)
 //     [--filters]   also the status and email filters (a rare status, two statuses, an e-mail)
@@ -11,13 +11,13 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import SQLite from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
-import { createCustomersRepository } from "../../src/customers/customers.repository.ts";
-import { type Prepared, type PreparedStatement, sqlitePrepared } from "../../src/db/database.ts";
-import type { Database } from "../../src/db/schema.ts";
-import { withStatementCache } from "../../src/db/statement-cache.ts";
-import { createInvoicesRepository } from "../../src/invoices/invoices.repository.ts";
-import { encodeCursor, parseListQuery } from "../../src/lib/list-query.ts";
-import { pageJson } from "../../src/lib/paging.ts";
+import { createCustomersRepository } from "../../src/readmodel/customer-documents.ts";
+import { type Prepared, type PreparedStatement, sqlitePrepared } from "../../src/platform/db/database.ts";
+import type { Database } from "../../src/platform/db/schema.ts";
+import { withStatementCache } from "../../src/platform/db/statement-cache.ts";
+import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
+import { encodeCursor, parseListQuery } from "../../src/readmodel/list-query.ts";
+import { pageJson } from "../../src/readmodel/paging.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
 import { BENCH_SEED, type Dataset, DATA_DIR, sqliteFile } from "./dataset.ts";
 
@@ -36,7 +36,7 @@ const { values: args } = parseArgs({
 const customers = Number(args.size);
 const dataset = JSON.parse(readFileSync(`${DATA_DIR}/read-api-sqlite-${customers}.json`, "utf8")) as Dataset;
 const handle = new SQLite(sqliteFile(customers));
-// The service's own settings (src/db/database.ts), then the ones under test.
+// The service's own settings (src/platform/db/database.ts), then the ones under test.
 handle.pragma("journal_mode = WAL");
 handle.pragma("synchronous = NORMAL");
 if (args["cache-size"] !== undefined) handle.pragma(`cache_size = ${Number(args["cache-size"])}`);

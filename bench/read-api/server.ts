@@ -4,9 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
-import { ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
-import { ListInvoicesSchema } from "../../src/invoices/invoices.schemas.ts";
-import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/lib/list-query.ts";
+import { ListCustomersSchema } from "../../src/schemas/customers.schemas.ts";
+import { ListInvoicesSchema } from "../../src/schemas/invoices.schemas.ts";
+import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/readmodel/list-query.ts";
 import { createServices } from "../../src/services.ts";
 import { requireApiKey } from "../../src/auth/api-key.hook.ts";
 

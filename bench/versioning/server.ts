@@ -5,9 +5,9 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { CustomerSchema, ListCustomersSchema } from "../../src/customers/customers.schemas.ts";
-import { CustomerInvoiceSchema, InvoiceSchema } from "../../src/invoices/invoices.schemas.ts";
-import { ErrorSchema } from "../../src/lib/schemas.ts";
+import { CustomerSchema, ListCustomersSchema } from "../../src/schemas/customers.schemas.ts";
+import { CustomerInvoiceSchema, InvoiceSchema } from "../../src/schemas/invoices.schemas.ts";
+import { ErrorSchema } from "../../src/schemas/common.schemas.ts";
 import { findVersion, registerVersion } from "../../src/versioning/registry.ts";
 import { installVersioning } from "../../src/versioning/versioning.hook.ts";
 

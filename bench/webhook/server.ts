@@ -97,7 +97,8 @@ try {
 async function startBackgroundWork(s: Awaited<ReturnType<typeof createServices>>): Promise<void> {
   s.dispatcher.start((err) => process.stderr.write(`dispatch error: ${String(err)}\n`));
   // What `serve` runs after commits (the read model's projector, the events' sequencer), where the version has it.
-  const followers = (await import(fromRoot("ops/followers.ts")).catch(() => null)) as { startFollowers?: (services: unknown, log: { error(obj: unknown, msg: string): void }) => unknown } | null;
+  // Where the version keeps it: src/followers.ts since the house layout, src/followers.ts before.
+  const followers = (await import(fromRoot("followers.ts")).catch(() => import(fromRoot("ops/followers.ts"))).catch(() => null)) as { startFollowers?: (services: unknown, log: { error(obj: unknown, msg: string): void }) => unknown } | null;
   followers?.startFollowers?.(s, { error: (obj, msg) => process.stderr.write(`${msg}: ${String((obj as { err?: unknown }).err)}\n`) });
 }
 

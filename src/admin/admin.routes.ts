@@ -1,9 +1,9 @@
 // The admin API under /api/admin: stores, keys, customers and checkout. Thin adapters over the services.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { CreateCustomerBodySchema } from "../customers/customers.schemas.ts";
-import { CheckoutBodySchema } from "../invoices/invoices.schemas.ts";
-import { Nullable, errorResponses } from "../lib/schemas.ts";
+import { CreateCustomerBodySchema } from "../schemas/customers.schemas.ts";
+import { CheckoutBodySchema } from "../schemas/invoices.schemas.ts";
+import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";

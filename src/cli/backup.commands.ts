@@ -6,12 +6,12 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { Config } from "../config.ts";
-import { openDatabase } from "../db/database.ts";
-import { MIGRATION_NAMES, SchemaTooNewError } from "../db/migrate.ts";
-import { DatabaseInUseError, holdServeLock } from "../db/serve-lock.ts";
-import { BackupError, backupSqlite, discardStaged, inspectSqlite, installRestore, stageRestore } from "../db/sqlite-backup.ts";
-import { assertSecretsKeyOpensStoredSecrets, SecretsKeyMismatch } from "../plugins/secrets-key.service.ts";
-import { createSecretBox, parseSecretsKey } from "../plugins/secrets.ts";
+import { openDatabase } from "../platform/db/database.ts";
+import { MIGRATION_NAMES, SchemaTooNewError } from "../platform/db/migrate.ts";
+import { DatabaseInUseError, holdServeLock } from "../platform/db/serve-lock.ts";
+import { BackupError, backupSqlite, discardStaged, inspectSqlite, installRestore, stageRestore } from "../platform/db/sqlite-backup.ts";
+import { assertSecretsKeyOpensStoredSecrets, SecretsKeyMismatch } from "../platform/crypto/secrets-key.service.ts";
+import { createSecretBox, parseSecretsKey } from "../platform/crypto/secret-box.ts";
 import { CliError, cliConfig, emit, type JsonOption } from "./context.ts";
 
 const POSTGRES_BACKUP = "PostgreSQL is backed up with pg_dump and restored with pg_restore, with SECRETS_KEY kept beside the dump (docs/operations.md, \"Backups\")";

@@ -5,10 +5,10 @@
 import { readFileSync } from "node:fs";
 import { CommanderError, type Command } from "commander";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
-import { SchemaTooNewError } from "../db/migrate.ts";
+import { SchemaTooNewError } from "../platform/db/migrate.ts";
 import { AppError } from "../errors.ts";
-import { RELEASE } from "../ops/release.ts";
-import { SecretsKeyMismatch } from "../plugins/secrets-key.service.ts";
+import { RELEASE } from "../platform/ops/release.ts";
+import { SecretsKeyMismatch } from "../platform/crypto/secrets-key.service.ts";
 import type { ServiceOptions, Services } from "../services.ts";
 
 /** The configuration from the environment (and .env); only `serve` is refused a bad PORT, HOST or HTTP_* value. */

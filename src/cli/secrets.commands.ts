@@ -4,10 +4,10 @@
 // key and puts it in that file, so the next start finds the key the secrets are under.
 import { readFileSync, rmSync } from "node:fs";
 import type { Command } from "commander";
-import { openDatabase } from "../db/database.ts";
+import { openDatabase } from "../platform/db/database.ts";
 import { AppError } from "../errors.ts";
-import { rekeySecrets, type RekeyReport } from "../plugins/secrets-key.service.ts";
-import { createSecretBox, generateSecretsKey, installKeyFile, parseSecretsKey, resolveSecretsKey, stageKeyFile } from "../plugins/secrets.ts";
+import { rekeySecrets, type RekeyReport } from "../platform/crypto/secrets-key.service.ts";
+import { createSecretBox, generateSecretsKey, installKeyFile, parseSecretsKey, resolveSecretsKey, stageKeyFile } from "../platform/crypto/secret-box.ts";
 import { cliConfig, printJson } from "./context.ts";
 
 function boxOf(text: string, what: string) {

@@ -6,11 +6,11 @@ import type { Logger } from "pino";
 import { type Config, describeDatabase } from "../config.ts";
 import type { Services } from "../services.ts";
 import { CliError, cliConfig, describeDatabaseFailure, openServices } from "./context.ts";
-import { type BackgroundLoop, startBackgroundLoop } from "../ops/background-loop.ts";
-import { startFollowers } from "../ops/followers.ts";
-import { DatabaseInUseError, holdServeLock, type ServeLock } from "../db/serve-lock.ts";
-import { RELEASE, SCHEMA_VERSION } from "../ops/release.ts";
-import { MIGRATION_NAMES } from "../db/migrate.ts";
+import { type BackgroundLoop, startBackgroundLoop } from "../platform/ops/background-loop.ts";
+import { startFollowers } from "../followers.ts";
+import { DatabaseInUseError, holdServeLock, type ServeLock } from "../platform/db/serve-lock.ts";
+import { RELEASE, SCHEMA_VERSION } from "../platform/ops/release.ts";
+import { MIGRATION_NAMES } from "../platform/db/migrate.ts";
 
 /** How often `serve` looks for pending invoices past their payment window. */
 const EXPIRY_INTERVAL_MS = 30_000;
@@ -22,7 +22,7 @@ export function registerServeCommand(program: Command): void {
     .action(async () => {
       const config = cliConfig({ listening: true });
       const lock = serveLock(config);
-      const { createLogger } = await import("../ops/logger.ts");
+      const { createLogger } = await import("../platform/ops/logger.ts");
       const logger = createLogger({ level: config.logLevel, format: config.logFormat });
       const services = await openMigrated(config, logger).catch((err: unknown) => {
         lock.release();

@@ -1,7 +1,7 @@
 // `storefront migrate`, `storefront stores create|list`, `storefront keys create|list|revoke|set-version`,
 // `storefront versions`.
 import type { Command } from "commander";
-import { SCHEMA_VERSION } from "../db/migrate.ts";
+import { SCHEMA_VERSION } from "../platform/db/migrate.ts";
 import { knownVersions } from "../versioning/registry.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { emit, emitList, type JsonOption, printJson, withServices } from "./context.ts";

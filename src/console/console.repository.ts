@@ -1,6 +1,6 @@
 // SQL of the console's logins and sessions (tables from migration 0011; the admin token's tag, 0018).
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 
 export interface ConsoleUserRow {
   id: string;

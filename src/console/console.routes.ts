@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { Nullable, errorResponses } from "../lib/schemas.ts";
+import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
 import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, requireConsoleSession, setSessionCookie } from "./console.auth.ts";

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import type { FastifyReply } from "fastify";
 import { AppError } from "../errors.ts";
-import { errorResponses } from "../lib/schemas.ts";
+import { errorResponses } from "../schemas/common.schemas.ts";
 import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
 import { DeliveryListQuerySchema } from "../payments/deliveries.routes.ts";
 import type { Services } from "../services.ts";

@@ -2,10 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply } from "fastify";
 import { authenticatedStoreId, requireApiKey } from "../auth/api-key.hook.ts";
-import { parseListQuery } from "../lib/list-query.ts";
-import { sendPage } from "../reads/reads.service.ts";
+import { parseListQuery } from "../readmodel/list-query.ts";
+import { sendPage } from "../readmodel/readers.service.ts";
 import type { Services } from "../services.ts";
-import { ListCustomersSchema } from "./customers.schemas.ts";
+import { ListCustomersSchema } from "../schemas/customers.schemas.ts";
 
 export function customersRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {

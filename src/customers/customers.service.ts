@@ -1,9 +1,9 @@
 // Creating customers (admin API, command line). Reads go through the repository.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
-import type { CreateCustomerBody } from "./customers.schemas.ts";
+import type { CreateCustomerBody } from "../schemas/customers.schemas.ts";
 
 export interface CreatedCustomer {
   id: string;

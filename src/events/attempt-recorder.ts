@@ -2,8 +2,8 @@
 // schedule's next step, given up) and the endpoint's health (last success; disabled on 410 or after days
 // without success). Successes are written in groups, failures one by one (they are rare and may disable).
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
-import type { Dialect } from "../db/database.ts";
+import type { Database } from "../platform/db/schema.ts";
+import type { Dialect } from "../platform/db/database.ts";
 import { newId } from "../lib/ids.ts";
 import type { SendResult } from "./endpoint-target.ts";
 

@@ -4,7 +4,7 @@
 // once by the process that asks, through the same guarded sender. It is not an event of the store: not in
 // the feed, not retried, not recorded as an attempt; the answer is returned to whoever asked.
 import { newId } from "../lib/ids.ts";
-import type { SecretBox } from "../plugins/secrets.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import { versionForStored } from "../versioning/registry.ts";
 import type { EndpointSender } from "./endpoint-target.ts";
 import type { EndpointRow } from "./endpoints.repository.ts";

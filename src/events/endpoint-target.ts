@@ -6,8 +6,8 @@
 // login sees its attempts' errors, and they must not map the operator's network.
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
-import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../sandbox/fetch.client.ts";
-import { createAddressPolicy, type AddressPolicy } from "../sandbox/fetch.policy.ts";
+import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../platform/outbound/guarded-fetch.ts";
+import { createAddressPolicy, type AddressPolicy } from "../platform/outbound/address-policy.ts";
 import type { LookupFunction } from "../sandbox/sandbox.types.ts";
 
 export const MAX_URL_LENGTH = 2048;

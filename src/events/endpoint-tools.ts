@@ -2,10 +2,10 @@
 // secret, and recover the events whose delivery to it failed since a time (queued again, as a resend
 // would). Sending it an example event now is endpoint-example.ts.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
-import { isoTime } from "../lib/list-query.ts";
-import type { SecretBox } from "../plugins/secrets.ts";
+import { isoTime } from "../readmodel/list-query.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { EndpointRow } from "./endpoints.repository.ts";
 import { queueDeliveries } from "./events.repository.ts";
 

@@ -1,8 +1,8 @@
 // Outbound webhook endpoints and the record of every attempt made to them.
 import { type Kysely, type Selectable, SqliteAdapter, type Transaction, type Updateable, sql } from "kysely";
-import type { Database, EventAttemptsTable, EventEndpointsTable } from "../db/schema.ts";
-import type { Cursor } from "../lib/list-query.ts";
-import { takePage } from "../lib/paging.ts";
+import type { Database, EventAttemptsTable, EventEndpointsTable } from "../platform/db/schema.ts";
+import type { Cursor } from "../readmodel/list-query.ts";
+import { takePage } from "../readmodel/paging.ts";
 
 export type EndpointRow = Selectable<EventEndpointsTable>;
 export type AttemptRow = Selectable<EventAttemptsTable>;

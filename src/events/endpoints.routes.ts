@@ -2,7 +2,7 @@
 // secret rotation and attempts, the store's events (newest first), one event's read and manual resend.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { Nullable, errorResponses } from "../lib/schemas.ts";
+import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import {
   AttemptSchema,

@@ -7,9 +7,9 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { sql, type Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
-import type { Dialect } from "../db/database.ts";
-import type { SecretBox } from "../plugins/secrets.ts";
+import type { Database } from "../platform/db/schema.ts";
+import type { Dialect } from "../platform/db/database.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import { type AttemptedTask, type AttemptOutcome, attemptOutcome, createAttemptRecorder } from "./attempt-recorder.ts";
 import type { EndpointSender, SendResult } from "./endpoint-target.ts";
 import { renderEventJson } from "./event-render.ts";

@@ -1,9 +1,9 @@
 // One example of each event type, as an endpoint receives it: the OpenAPI document's `webhooks` show them,
 // and `storefront endpoints test` sends them (with a fresh id and time). One invoice goes through its life
 // (checkout, payment, dispute; or expiry, cancellation, refund), each event carrying the invoice as the
-// list operation shows it at that moment, with the log line of that change. test/openapi.webhooks.test.ts
+// list operation shows it at that moment, with the log line of that change. test/platform/ops/openapi.webhooks.test.ts
 // checks each against its schema.
-import type { Invoice, InvoiceStatus } from "../invoices/invoices.schemas.ts";
+import type { Invoice, InvoiceStatus } from "../schemas/invoices.schemas.ts";
 import { type EventBody, type EventType, EVENT_TYPES } from "./events.types.ts";
 
 const CREATED_AT = "2026-11-17T11:53:13.272Z";

@@ -8,7 +8,7 @@
 // seen number N can never later find a smaller one behind it, and no payment holds a per-store lock
 // across its commit (docs/decisions/0004-event-feed-order.md).
 import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import type { EventData, EventType, StoredEvent } from "./events.types.ts";
 

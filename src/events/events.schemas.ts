@@ -1,6 +1,6 @@
 // Schemas of the event feed and of the endpoint administration (docs/events.md).
 import { Type } from "typebox";
-import { DateTime, Nullable, errorResponses } from "../lib/schemas.ts";
+import { DateTime, Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import { EVENT_TYPES, INVOICE_EVENT_TYPES } from "./events.types.ts";
 
 export const EventSchema = Type.Object(

@@ -9,8 +9,8 @@
 // sequencers take different events, and the stores' counters are locked in store order (no deadlock). On
 // SQLite the one writer makes each pass atomic anyway.
 import { type Kysely, sql } from "kysely";
-import type { Dialect } from "../db/database.ts";
-import type { Database } from "../db/schema.ts";
+import type { Dialect } from "../platform/db/database.ts";
+import type { Database } from "../platform/db/schema.ts";
 
 /** Events numbered per pass at most; a pass is one transaction. */
 const BATCH = 500;

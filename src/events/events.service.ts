@@ -1,12 +1,12 @@
 // Events out for the admin API, the command line and the feed: endpoints (secret shown once, rotation
 // with a 24 h overlap), their attempts, manual resend, the feed, and retention.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
-import { type Cursor, isoTime } from "../lib/list-query.ts";
-import type { SecretBox } from "../plugins/secrets.ts";
-import type { AddressPolicy } from "../sandbox/fetch.policy.ts";
+import { type Cursor, isoTime } from "../readmodel/list-query.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
+import type { AddressPolicy } from "../platform/outbound/address-policy.ts";
 import { type EndpointSender, endpointUrlProblem } from "./endpoint-target.ts";
 import { type ExampleSent, sendExampleEvent } from "./endpoint-example.ts";
 import { type EndpointSecretView, recoverFailed, revealSecret } from "./endpoint-tools.ts";

@@ -1,5 +1,5 @@
 // The event types (docs/events.md, "Events") and the shapes an event has on the wire (feed and webhooks alike).
-import type { Invoice, InvoiceStatus } from "../invoices/invoices.schemas.ts";
+import type { Invoice, InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export const INVOICE_EVENT_TYPES = [
   "invoice.created",

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import { errorResponses } from "../lib/schemas.ts";
+import { errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 
 const Params = Type.Object({ storeId: Type.String(), invoiceId: Type.String() });

@@ -3,12 +3,12 @@
 // has elapsed. Each goes through the one state machine and transition function, is logged on the
 // invoice, and happens once: a second cancel (or a concurrent one that lost) is refused, not repeated.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
-import type { DurableCommitter } from "../db/durable.ts";
+import type { DurableCommitter } from "../platform/db/durable.ts";
 import { expireBatch, retryingTransitions, transitionInTransaction } from "./invoice-transitions.ts";
-import type { InvoicesRepository } from "./invoices.repository.ts";
-import type { Invoice } from "./invoices.schemas.ts";
+import type { InvoicesRepository } from "../readmodel/invoice-documents.ts";
+import type { Invoice } from "../schemas/invoices.schemas.ts";
 
 /** Who asked, for the log line: the admin API or the command line. */
 export type Actor = "admin API" | "command line";

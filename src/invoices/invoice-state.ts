@@ -1,7 +1,7 @@
 // The invoice state machine (docs/plugins.md, "The result"; docs/operations.md, "Invoices that live like real ones"), in one place: what each action does to an invoice in
 // each status. Plugin actions (pushInvoice, disputeInvoice), the payment window's expiry, and the
 // merchant's cancel and refund all ask this table; invoice-transitions.ts applies the answer.
-import type { InvoiceStatus } from "./invoices.schemas.ts";
+import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export type PluginAction = "pushInvoice" | "disputeInvoice";
 /** Every way an invoice's status can change: a plugin's result, the payment window, the merchant. */

@@ -9,12 +9,12 @@
 // The compare-and-set makes concurrent actions (in one process or many on one PostgreSQL) change an invoice
 // at most once; a loser sees "retry", and the caller runs its transaction again.
 import { type Kysely, type Transaction, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { appendEvent } from "../events/events.repository.ts";
 import { invoiceEventType } from "../events/events.types.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
-import { readInvoiceSnapshot, toInvoice } from "./invoices.repository.ts";
-import type { InvoiceStatus } from "./invoices.schemas.ts";
+import { readInvoiceSnapshot, toInvoice } from "../readmodel/invoice-documents.ts";
+import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export interface TransitionLogLine {
   log: string;

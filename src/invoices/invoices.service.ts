@@ -1,13 +1,13 @@
 // Checkout: creates a pending invoice whose total is the sum of price × quantity, with its items, custom
 // fields, a first log line and its invoice.created event, in one transaction.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { appendEvent } from "../events/events.repository.ts";
 import { newId } from "../lib/ids.ts";
 import { usdToCents } from "../lib/money.ts";
-import type { CheckoutBody, Invoice } from "./invoices.schemas.ts";
-import { type InvoicesRepository, readInvoiceSnapshot, toInvoice } from "./invoices.repository.ts";
+import type { CheckoutBody, Invoice } from "../schemas/invoices.schemas.ts";
+import { type InvoicesRepository, readInvoiceSnapshot, toInvoice } from "../readmodel/invoice-documents.ts";
 
 export interface InvoicesService {
   checkout(storeId: string, input: CheckoutBody): Promise<Invoice>;

@@ -1,9 +1,9 @@
 // The delivery log: every webhook (and replay) with its request, the plugin's result, logs and fetches,
 // and the response given. Listed newest first with the same keyset paging as the read API.
 import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
-import type { Database, DeliveriesTable } from "../db/schema.ts";
-import { type Cursor, isoTime } from "../lib/list-query.ts";
-import { takePage } from "../lib/paging.ts";
+import type { Database, DeliveriesTable } from "../platform/db/schema.ts";
+import { type Cursor, isoTime } from "../readmodel/list-query.ts";
+import { takePage } from "../readmodel/paging.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
 
 export const DELIVERY_OUTCOMES = [

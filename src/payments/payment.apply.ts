@@ -4,10 +4,10 @@
 // one read, the compare-and-set, the log lines, the event with its fan-out). Only decisions in effect are
 // remembered: a 404 or 409 may apply once the merchant fixes things, so its claim is given back.
 import type { Transaction } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
 import { type TransitionLogLine, type TransitionResult, transitionInTransaction } from "../invoices/invoice-transitions.ts";
-import type { InvoiceStatus } from "../invoices/invoices.schemas.ts";
+import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export interface PaymentToApply {
   storeId: string;

@@ -4,7 +4,7 @@
 // systems, in the same transaction; a rejection is not (it is the plugin doing its job).
 import { performance } from "node:perf_hooks";
 import type { Kysely, Transaction } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { appendEvent } from "../events/events.repository.ts";
 import type { DeliveriesRepository, DeliveryOutcome, DeliveryRecord } from "./deliveries.repository.ts";
 import { type Redact, scrubValue } from "./redaction.ts";

@@ -7,7 +7,7 @@
 //   a forgery from it is then answered 429 instead of 401. With no enabled plugin to ask, nothing can be
 //   verified, and such an address is refused at once.
 // - payments first: only a delivery whose body has arrived, for a store and plugin that exist, holds the
-//   read API's finished pages back (src/lib/priority-gate.ts). A stranger's unfinished body, or a post to
+//   read API's finished pages back (src/readmodel/priority-gate.ts). A stranger's unfinished body, or a post to
 //   a store that does not exist, holds nothing.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errorBody } from "../errors.ts";

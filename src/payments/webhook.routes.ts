@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger } from "fastify";
 import { Type } from "typebox";
-import { errorResponses } from "../lib/schemas.ts";
+import { errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { createBurstWatch, type BurstWatch } from "../lib/burst-watch.ts";
 import { admitDelivery } from "./webhook.admission.ts";

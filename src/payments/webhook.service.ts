@@ -9,10 +9,10 @@
 // the commit (src/readmodel/projector.ts), and the event is numbered after it (events.sequencer.ts).
 import { performance } from "node:perf_hooks";
 import type { Kysely, Transaction } from "kysely";
-import type { DurableCommitter } from "../db/durable.ts";
-import type { Database } from "../db/schema.ts";
+import type { DurableCommitter } from "../platform/db/durable.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError, type ErrorCode, errorBody } from "../errors.ts";
-import type { InvoicesRepository } from "../invoices/invoices.repository.ts";
+import type { InvoicesRepository } from "../readmodel/invoice-documents.ts";
 import { newId } from "../lib/ids.ts";
 import type { PluginsService, RunnablePlugin } from "../plugins/plugins.service.ts";
 import type { FetchRecord, LogLine, Sandbox } from "../sandbox/index.ts";

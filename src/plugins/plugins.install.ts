@@ -4,11 +4,11 @@
 // version the source makes current (a new one, or an earlier one with the same source).
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { missingRequiredSettings, readCatalogManifest } from "./catalog.ts";
-import type { SecretBox } from "./secrets.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
 
 export interface InstallInput {
   source?: string;

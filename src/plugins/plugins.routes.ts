@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { Nullable, errorResponses } from "../lib/schemas.ts";
+import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
 import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, SECRET_NAME } from "./plugins.service.ts";

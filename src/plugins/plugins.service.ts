@@ -3,15 +3,15 @@
 // be enabled or disabled. Uploads that do not compile are refused with the line number. An installation can
 // be removed (its deliveries stay), rolled back to an earlier version, and two versions compared.
 import type { Kysely } from "kysely";
-import { isUniqueViolation } from "../db/db-errors.ts";
-import type { Database } from "../db/schema.ts";
+import { isUniqueViolation } from "../platform/db/db-errors.ts";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { diffLines, unifiedDiff } from "../lib/line-diff.ts";
 import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
 import { sourceRangesProblem } from "./source-ranges.ts";
 import { type InstallInput, type InstallResult, installOnce, requireDeclaredSettings } from "./plugins.install.ts";
-import type { SecretBox } from "./secrets.ts";
+import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { KeyCache } from "../stores/key-cache.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

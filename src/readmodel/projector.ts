@@ -11,9 +11,9 @@
 //   PostgreSQL the documents rows are locked first (SKIP LOCKED). Writers do not touch documents rows after
 //   the owner's insert, so nobody waits on those locks.
 import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
-import { assembleCustomers, customerRows } from "../customers/customers.repository.ts";
-import type { Database } from "../db/schema.ts";
-import { assembleInvoices } from "../invoices/invoices.repository.ts";
+import { assembleCustomers, customerRows } from "./customer-documents.ts";
+import type { Database } from "../platform/db/schema.ts";
+import { assembleInvoices } from "./invoice-documents.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 export type Views = "customer_views" | "invoice_views";

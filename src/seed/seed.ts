@@ -2,10 +2,10 @@
 // customers for benchmarks. The same seed gives the same store id (for a new store), ids and data.
 // Last, the read model: every customer's and invoice's document, built by the same code as every write's.
 import { sql } from "kysely";
-import type { Db } from "../db/database.ts";
-import { isUniqueViolation } from "../db/db-errors.ts";
+import type { Db } from "../platform/db/database.ts";
+import { isUniqueViolation } from "../platform/db/db-errors.ts";
 import { AppError } from "../errors.ts";
-import { rebuildReadModel } from "../lib/read-model.ts";
+import { rebuildReadModel } from "../readmodel/documents.ts";
 import type { Services } from "../services.ts";
 import { Prng } from "./prng.ts";
 import { generateCustomer } from "./seed.generator.ts";

@@ -1,5 +1,5 @@
 // Values remembered between requests, forgotten the moment the database says they may have changed,
-// whoever changed them (src/db/change-watch.ts): authenticated API keys (a key lookup cost every read
+// whoever changed them (src/platform/db/change-watch.ts): authenticated API keys (a key lookup cost every read
 // request a database round trip: on PostgreSQL ~0.15 ms of the process's CPU and ~0.1 ms of the
 // server's, a fifth of an invoices page, bench/README.md, issue 12), and the plugins payments run.
 // - this process's own changes (a key revoked, a plugin saved) clear the cache directly;
@@ -8,13 +8,13 @@
 // failed-key limiter counts), at most MAX_KEYS entries, none for longer than API_KEY_CACHE_SECONDS (60 by
 // default; 0 remembers nothing). Behind a pooler that does not keep a session (PgBouncer in transaction
 // mode) notifications do not arrive: set it to 0 there.
-import type { ChangeWatch } from "../db/change-watch.ts";
+import type { ChangeWatch } from "../platform/db/change-watch.ts";
 
 /** Named by migration 0014 too. */
 export const KEY_CHANGES_CHANNEL = "storefront_api_keys";
 /** Named by migration 0017 too. */
 export const PLUGIN_CHANGES_CHANNEL = "storefront_plugins";
-export { LISTENER_NAME } from "../db/change-watch.ts";
+export { LISTENER_NAME } from "../platform/db/change-watch.ts";
 const MAX_KEYS = 10_000;
 
 export interface KeyCache<T> {

@@ -2,7 +2,7 @@
 // secret needs no slow hash), belongs to exactly one store, carries scopes, and can be revoked.
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely, Selectable } from "kysely";
-import type { ApiKeysTable, Database } from "../db/schema.ts";
+import type { ApiKeysTable, Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { versionToRemember } from "../versioning/registry.ts";

@@ -4,7 +4,7 @@
 // Responses in the current version are passed through untouched: no parse, no second serialization.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from "fastify";
 import { errorBody } from "../errors.ts";
-import { errorResponses } from "../lib/schemas.ts";
+import { errorResponses } from "../schemas/common.schemas.ts";
 import {
   type ApiVersion,
   currentVersion,

@@ -1,0 +1,248 @@
+// A plugin's outbound HTTP, run on the main thread with undici. The destination is checked three
+// times, each with the port: the URL's host when it is an IP literal (any spelling the URL parser
+// accepts: 2130706433, 0x7f.1, [::ffff:127.0.0.1]), every address DNS returns, and finally the
+// address and port the socket is actually connected to, which is the check that cannot be bypassed. Redirects are followed by hand
+// (at most 3, http and https only) and each hop goes through the same checks; the response size and
+// the time are bounded.
+import { AsyncLocalStorage } from "node:async_hooks";
+import dns from "node:dns";
+import net from "node:net";
+import { Agent, buildConnector } from "undici";
+import type { Dispatcher, buildConnector as BuildConnector } from "undici";
+import { connectionRefusal, createAddressPolicy, type AddressPolicy } from "./address-policy.ts";
+import type { FetchReply, FetchRequest } from "../../sandbox/sandbox.protocol.ts";
+import type { FetchRecord, LookupFunction, SandboxLimits } from "../../sandbox/sandbox.types.ts";
+
+const MAX_REDIRECTS = 3;
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+class FetchRefused extends Error {}
+
+/** The port a connection is being made to, for the resolution-time check (dns.lookup is not told it). */
+const connectingPort = new AsyncLocalStorage<number>();
+
+export interface FetchContext {
+  /** Aborted when the run ends (wall time, kill, pool closed). */
+  signal: AbortSignal;
+  /** performance.now() value past which nothing may still be running. */
+  deadline: number;
+}
+
+export interface Fetcher {
+  fetch(request: FetchRequest, context: FetchContext): Promise<{ reply: FetchReply; record: FetchRecord }>;
+  close(): Promise<void>;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/** True when `err` (or its cause) is the address policy refusing a destination, not a network failure. */
+export function isPolicyRefusal(err: unknown): boolean {
+  return err instanceof FetchRefused || (err instanceof Error && err.cause instanceof FetchRefused);
+}
+
+/**
+ * A dns.lookup for net.connect that checks every address a name resolves to, with the port being connected
+ * to (guardConnector provides it), before any connection is opened: a refused name is never connected to.
+ */
+export function createGuardedLookup(policy: AddressPolicy, lookup?: LookupFunction) {
+  const resolve: LookupFunction = lookup ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+    const family = options.family === 4 || options.family === 6 ? options.family : undefined;
+    // Unknown port (not through guardConnector): only the allow entries without a port apply.
+    const port = connectingPort.getStore();
+    resolve(hostname, { all: true, ...(family ? { family } : {}) }, (err, addresses) => {
+      if (err) return callback(err, []);
+      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
+      if (!policy.hostAllowed(hostname, port)) {
+        for (const a of addresses) {
+          if (policy.refusal(a.address, port) !== null) return callback(new FetchRefused(`${hostname} resolves to ${a.address}, a private or reserved address`), []);
+        }
+      }
+      if (options.all) callback(null, addresses);
+      else callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
+
+export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): Fetcher {
+  const policy = createAddressPolicy(limits.fetchAllow);
+  const guardedLookup = createGuardedLookup(policy, lookup);
+
+  const agent = new Agent({
+    connect: guardConnector(buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false }), policy),
+    keepAliveTimeout: 4_000,
+    maxResponseSize: limits.fetchMaxBytes,
+  });
+
+  /** Refuses a URL before any network traffic: scheme, credentials, and IP-literal hosts. */
+  function precheck(url: URL): string | null {
+    if (url.protocol !== "http:" && url.protocol !== "https:") return `only http and https URLs can be fetched, not ${url.protocol}`;
+    if (url.username !== "" || url.password !== "") return "URLs with credentials are not supported";
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (net.isIP(host) !== 0 && !policy.hostAllowed(url.hostname, portOf(url))) return policy.refusal(host, portOf(url));
+    return null;
+  }
+
+  async function readBody(body: Dispatcher.ResponseData["body"]): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body) {
+      const buf = chunk as Buffer;
+      size += buf.length;
+      if (size > limits.fetchMaxBytes) {
+        body.destroy();
+        throw new FetchRefused(`the response body is larger than ${limits.fetchMaxBytes} bytes`);
+      }
+      chunks.push(buf);
+    }
+    return Buffer.concat(chunks, size);
+  }
+
+  async function fetchOnce(request: FetchRequest, context: FetchContext): Promise<FetchReply & { responseBytes: number }> {
+    const method = request.method.toUpperCase();
+    if (!METHODS.has(method)) return { ok: false, error: `unsupported method ${request.method}`, responseBytes: 0 };
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return { ok: false, error: `invalid URL: ${request.url.slice(0, 200)}`, responseBytes: 0 };
+    }
+    const timeoutMs = Math.max(1, Math.ceil(Math.min(request.timeoutMs ?? limits.fetchTimeoutMs, limits.fetchTimeoutMs, context.deadline - performance.now())));
+    // One controller per fetch, detached from the run's signal and timer as soon as the fetch is
+    // over: undici keeps listening on the signal it was given, and an abort that arrives after the
+    // response was read would destroy that finished body with an error nobody handles.
+    const controller = new AbortController();
+    const signal = controller.signal;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error("timeout"));
+    }, timeoutMs);
+    const onRunEnd = () => controller.abort(new Error("the run ended"));
+    if (context.signal.aborted) onRunEnd();
+    else context.signal.addEventListener("abort", onRunEnd, { once: true });
+    let currentMethod = method;
+    let body: Uint8Array | null = request.body;
+    const headers: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, request.headers ?? {});
+
+    try {
+      for (let hop = 0; ; hop++) {
+        const refusal = precheck(url);
+        if (refusal !== null) return { ok: false, error: `fetch refused: ${refusal}`, responseBytes: 0 };
+        const response = await agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: currentMethod as Dispatcher.HttpMethod,
+          headers,
+          body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+          signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+        response.body.on("error", () => {}); // errors surface through the reads below
+        const location = response.headers.location;
+        if (REDIRECTS.has(response.statusCode) && typeof location === "string") {
+          response.body.destroy();
+          if (hop >= MAX_REDIRECTS) return { ok: false, error: `too many redirects (more than ${MAX_REDIRECTS})`, responseBytes: 0 };
+          let next: URL;
+          try {
+            next = new URL(location, url);
+          } catch {
+            return { ok: false, error: `invalid redirect location: ${location.slice(0, 200)}`, responseBytes: 0 };
+          }
+          if (next.protocol !== "http:" && next.protocol !== "https:") {
+            return { ok: false, error: `redirect to ${next.protocol} refused: only http and https`, responseBytes: 0 };
+          }
+          if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && currentMethod === "POST")) {
+            if (currentMethod !== "HEAD") currentMethod = "GET";
+            body = null;
+            for (const name of Object.keys(headers)) if (/^content-/i.test(name)) delete headers[name];
+          }
+          if (next.origin !== url.origin) {
+            for (const name of Object.keys(headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete headers[name];
+          }
+          url = next;
+          continue;
+        }
+        const bytes = await readBody(response.body);
+        const outHeaders: [string, string][] = [];
+        for (const [name, value] of Object.entries(response.headers)) {
+          if (value === undefined) continue;
+          outHeaders.push([name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]);
+        }
+        return { ok: true, status: response.statusCode, headers: outHeaders, body: bytes, responseBytes: bytes.length };
+      }
+    } catch (err) {
+      if (timedOut) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
+      if (context.signal.aborted) return { ok: false, error: "fetch aborted: the run ended", responseBytes: 0 };
+      if (isPolicyRefusal(err)) {
+        return { ok: false, error: `fetch refused: ${describe(err)}`, responseBytes: 0 };
+      }
+      if ((err as NodeJS.ErrnoException).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+        return { ok: false, error: `fetch refused: the response body is larger than ${limits.fetchMaxBytes} bytes`, responseBytes: 0 };
+      }
+      return { ok: false, error: `fetch failed: ${describe(err)}`, responseBytes: 0 };
+    } finally {
+      clearTimeout(timer);
+      context.signal.removeEventListener("abort", onRunEnd);
+    }
+  }
+
+  return {
+    async fetch(request, context) {
+      const started = performance.now();
+      const result = await fetchOnce(request, context);
+      const record: FetchRecord = {
+        url: request.url.slice(0, 2048),
+        method: request.method.toUpperCase().slice(0, 16),
+        status: result.ok ? result.status : null,
+        error: result.ok ? null : result.error,
+        durationMs: performance.now() - started,
+        requestBytes: request.body?.byteLength ?? 0,
+        responseBytes: result.responseBytes,
+      };
+      const { responseBytes: _, ...reply } = result;
+      return { reply, record };
+    },
+    close: () => agent.close(),
+  };
+}
+
+/**
+ * Wraps a connector so that every new connection is checked against the policy by the address the
+ * socket is actually connected to: the check no spelling of a host, DNS answer or proxy can dodge.
+ */
+export function guardConnector(connect: BuildConnector.connector, policy: AddressPolicy): BuildConnector.connector {
+  return (options, callback) => {
+    const port = options.port === undefined || options.port === "" ? (options.protocol === "https:" ? 443 : 80) : Number(options.port);
+    // The lookup inside connect() reads the port from here (dns.lookup itself is never told it).
+    connectingPort.run(port, () =>
+      connect(options, (err, socket) => {
+        if (err !== null) return callback(err, null);
+        const refusal = connectionRefusal(policy, options.hostname, socket);
+        if (refusal !== null) {
+          socket.destroy();
+          return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
+        }
+        callback(null, socket);
+      }),
+    );
+  };
+}
+
+/** The port a URL connects to: its own, else its scheme's. */
+export function portOf(url: URL): number {
+  return url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
+}
+
+function describe(err: unknown): string {
+  if (err instanceof FetchRefused) return err.message;
+  if (err instanceof Error) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const cause = err.cause instanceof FetchRefused ? err.cause.message : null;
+    if (cause !== null) return cause;
+    return code !== undefined && !err.message.includes(code) ? `${err.message} (${code})` : err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,37 @@
+// Messages between the main thread and the reader threads (src/readmodel/readers.worker.ts).
+import type { Config } from "../config.ts";
+import type { ErrorCode } from "../errors.ts";
+import type { ListQuery } from "./list-query.ts";
+
+export type ListName = "customers" | "invoices";
+
+export interface ReaderInit {
+  database: Config["database"];
+  nice: number;
+  /**
+   * Memory shared with the main thread for the pages' bytes: `slotCount` slots of `slotSize` bytes, and one
+   * Int32 per slot in `slotStates` (0 free, 1 holding a page until its response is done). A page written
+   * into a slot reaches the socket without a new buffer per page, which on the main thread meant a full
+   * garbage collection several times a second under read load, each a pause for the webhooks too.
+   */
+  slots: SharedArrayBuffer;
+  slotStates: SharedArrayBuffer;
+  slotSize: number;
+  slotCount: number;
+}
+
+export interface ReadJob {
+  id: number;
+  list: ListName;
+  storeId: string;
+  query: ListQuery;
+}
+
+export type ReadReply =
+  /** The page's JSON, UTF-8, in a transferred buffer (a page larger than a slot, or no slot free). */
+  | { id: number; ok: true; json: Uint8Array }
+  /** The page's JSON, UTF-8, in shared slot `slot` (its first `length` bytes); the main thread frees it. */
+  | { id: number; ok: true; slot: number; length: number }
+  /** An expected failure (AppError) or a bug, described: errors do not cross threads as themselves. */
+  | { id: number; ok: false; error: { expected: boolean; code: ErrorCode; message: string; param?: string; dbCode?: string } }
+  | { id: -1; ok: true; ready: true };

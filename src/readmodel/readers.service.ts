@@ -1,0 +1,200 @@
+// The list operations' pages, built off the thread that accepts and answers webhooks (issue 12.1, decision
+// 0003). Reader threads each hold their own database connection and answer with the page's JSON bytes;
+// the main thread passes the request in and the bytes out. With no threads (READ_THREADS=0, or an
+// in-memory SQLite database that other connections cannot see) the same code runs on the main thread.
+import { Worker } from "node:worker_threads";
+import type { FastifyReply } from "fastify";
+import type { Config } from "../config.ts";
+import type { CustomersRepository } from "./customer-documents.ts";
+import { AppError } from "../errors.ts";
+import type { InvoicesRepository } from "./invoice-documents.ts";
+import { type ListQuery, encodeCursor } from "./list-query.ts";
+import { pageJson } from "./paging.ts";
+import type { PriorityGate } from "./priority-gate.ts";
+import type { ListName, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
+
+const WORKER_URL = new URL("./readers.worker.ts", import.meta.url);
+
+/** A page's bytes, and how to give their memory back once the response that sent them is done. */
+export interface PageBytes {
+  body: Buffer;
+  /**
+   * Call when the response is done with `body` (its "close": sent, or the connection gone). The bytes may
+   * sit in memory shared with a reader thread, which writes another page there once released: never
+   * before the socket is done with them.
+   */
+  release(): void;
+}
+
+/**
+ * Sends a list page. The bytes may be memory shared with the reader thread: given back once the response is
+ * done with them ("close" comes after the last byte is handed to the socket, or when the connection is
+ * gone; a client that reset the connection while the page was built has had its "close" already). The
+ * serializer passes the bytes through: Fastify sends a Buffer over shared memory as it does any Buffer, but
+ * would otherwise take it for an object to serialize with the response schema.
+ */
+export function sendPage(reply: FastifyReply, page: PageBytes): FastifyReply {
+  if (reply.raw.closed) page.release();
+  else reply.raw.once("close", page.release);
+  return reply.type("application/json; charset=utf-8").serializer(passBytes).send(page.body);
+}
+
+const passBytes = (bytes: unknown): string => bytes as string;
+
+export interface ReadsService {
+  /** The page as the list operations send it, as UTF-8 bytes. */
+  page(list: ListName, storeId: string, q: ListQuery): Promise<PageBytes>;
+  /** Reader threads running (0 when pages are built on this thread). */
+  readonly threads: number;
+  /** Shared page slots holding a page whose response is not done yet. */
+  slotsInUse(): number;
+  close(): Promise<void>;
+}
+
+export interface ReadsDeps {
+  database: Config["database"];
+  threads: number;
+  /** Nice value of the reader threads (Linux). */
+  nice: number;
+  repos: { customers: CustomersRepository; invoices: InvoicesRepository };
+  /** Finished pages wait here while a payment webhook is in flight (bounded). */
+  gate: PriorityGate;
+}
+
+export function createReadsService(deps: ReadsDeps): ReadsService {
+  const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
+  // A built page is written out only when no payment webhook is in flight (or after a bounded wait).
+  const yieldToPayments = async (page: PageBytes): Promise<PageBytes> => {
+    await deps.gate.whenIdle();
+    return page;
+  };
+  if (deps.threads === 0 || inMemory) {
+    return {
+      threads: 0,
+      page: async (list, storeId, q) => yieldToPayments({ body: pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor), release: NO_RELEASE }),
+      slotsInUse: () => 0,
+      close: async () => {},
+    };
+  }
+  const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
+  return {
+    threads: deps.threads,
+    // Also started only when no payment is in flight: the page's queries would compete with the webhook's
+    // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
+    page: async (list, storeId, q) => {
+      await deps.gate.whenIdle();
+      return yieldToPayments(await pool.run({ list, storeId, query: q }));
+    },
+    slotsInUse: () => pool.slotsInUse(),
+    close: () => pool.close(),
+  };
+}
+
+interface Pending {
+  resolve: (page: PageBytes) => void;
+  reject: (err: Error) => void;
+}
+
+interface Reader {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  slots: SharedArrayBuffer;
+  slotStates: Int32Array;
+}
+
+/** Shared page slots per reader thread: 16 of 1 MiB (a page of 500 customers is ~1.3 MB and goes the old way). */
+const SLOT_SIZE = 1 << 20;
+const SLOT_COUNT = 16;
+const NO_RELEASE = () => {};
+
+/**
+ * A fixed set of reader threads, started by the first page (an idle service holds none: each is an isolate
+ * and a database connection); each request goes to the one with the fewest pages in hand.
+ */
+class ReaderPool {
+  private readonly readers: Reader[] = [];
+  private readonly init: Pick<ReaderInit, "database" | "nice">;
+  private readonly size: number;
+  private nextId = 0;
+  private closing = false;
+
+  constructor(init: Pick<ReaderInit, "database" | "nice">, size: number) {
+    this.init = init;
+    this.size = size;
+  }
+
+  run(job: Omit<ReadJob, "id">): Promise<PageBytes> {
+    if (this.closing) return Promise.reject(new AppError("service_unavailable", "The service is shutting down"));
+    while (this.readers.length < this.size) this.readers.push(this.spawn());
+    let reader = this.readers[0]!;
+    for (const r of this.readers) if (r.pending.size < reader.pending.size) reader = r;
+    const id = this.nextId++;
+    return new Promise<PageBytes>((resolve, reject) => {
+      reader.pending.set(id, { resolve, reject });
+      if (reader.pending.size === 1) reader.worker.ref();
+      reader.worker.postMessage({ ...job, id } satisfies ReadJob);
+    });
+  }
+
+  slotsInUse(): number {
+    let n = 0;
+    for (const r of this.readers) for (let i = 0; i < SLOT_COUNT; i++) n += Atomics.load(r.slotStates, i);
+    return n;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.readers.map((r) => r.worker.terminate()));
+  }
+
+  private spawn(): Reader {
+    const slots = new SharedArrayBuffer(SLOT_SIZE * SLOT_COUNT);
+    const states = new SharedArrayBuffer(4 * SLOT_COUNT);
+    const workerData: ReaderInit = { ...this.init, slots, slotStates: states, slotSize: SLOT_SIZE, slotCount: SLOT_COUNT };
+    const worker = new Worker(WORKER_URL, { workerData, name: "storefront-reader" });
+    // An idle reader does not keep the process alive; one with pages in hand does.
+    worker.unref();
+    const reader: Reader = { worker, pending: new Map(), slots, slotStates: new Int32Array(states) };
+    worker.on("message", (reply: ReadReply) => {
+      if ("ready" in reply) return;
+      const p = reader.pending.get(reply.id);
+      if (!p) {
+        // Nobody waits for this page any more: its slot is free at once.
+        if (reply.ok && "slot" in reply) Atomics.store(reader.slotStates, reply.slot, 0);
+        return;
+      }
+      reader.pending.delete(reply.id);
+      if (reader.pending.size === 0) worker.unref();
+      if (!reply.ok) p.reject(toError(reply.error));
+      else if ("json" in reply) p.resolve({ body: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), release: NO_RELEASE });
+      else p.resolve({ body: Buffer.from(reader.slots, reply.slot * SLOT_SIZE, reply.length), release: releaseOnce(reader.slotStates, reply.slot) });
+    });
+    const fail = (why: string) => {
+      const index = this.readers.indexOf(reader);
+      for (const p of reader.pending.values()) p.reject(new Error(`reader thread: ${why}`));
+      reader.pending.clear();
+      // A reader that died is replaced, unless the pool is closing.
+      if (index >= 0 && !this.closing) this.readers[index] = this.spawn();
+    };
+    worker.on("error", (err) => fail(err.message));
+    worker.on("exit", (code) => fail(`exited with code ${code}`));
+    return reader;
+  }
+}
+
+function toError(e: Extract<ReadReply, { ok: false }>["error"]): Error {
+  if (e.expected) return new AppError(e.code, e.message, e.param === undefined ? {} : { param: e.param });
+  const err = new Error(e.message) as Error & { code?: string };
+  if (e.dbCode !== undefined) err.code = e.dbCode;
+  return err;
+}
+
+/** Frees a shared slot for its reader to write another page into; a second call does nothing. */
+function releaseOnce(states: Int32Array, slot: number): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    Atomics.store(states, slot, 0);
+  };
+}

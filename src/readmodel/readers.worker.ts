@@ -1,0 +1,88 @@
+// Entry of one reader thread: its own database connection (SQLite under WAL lets readers run beside the
+// writer; PostgreSQL a small pool of its own), the list repositories, and a loop that answers each page
+// request with the page's JSON, ready to send. The main thread only checks the key and writes the bytes.
+import { readlinkSync } from "node:fs";
+import os from "node:os";
+import { parentPort, workerData } from "node:worker_threads";
+import { openDatabase } from "../platform/db/database.ts";
+import { createCustomersRepository } from "./customer-documents.ts";
+import { AppError } from "../errors.ts";
+import { createInvoicesRepository } from "./invoice-documents.ts";
+import { encodeCursor } from "./list-query.ts";
+import { type PagePiece, concatPieces, pageParts, writePieces } from "./paging.ts";
+import type { ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
+
+const init = workerData as ReaderInit;
+
+/**
+ * Reader threads run at a lower scheduling priority than the process's other threads (Linux: nice is per
+ * thread; READ_THREADS_NICE, 10 by default), so when the cores are busy the thread that answers webhooks
+ * and the sandbox's threads run first and the pages wait: reads yield to payments. Elsewhere this is
+ * skipped.
+ */
+try {
+  const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), init.nice));
+} catch {
+  // not Linux, or not allowed: the reader runs at the process's priority
+}
+
+const port = parentPort!;
+// One PostgreSQL connection per reader: pages queue on it, one server process working on them in turn,
+// rather than several busy server processes that the webhook's queries would have to share the cores
+// with. Its statements go through postgres.js (OpenOptions.bytes): the documents stay bytes, and the next
+// page's query is already sent while this thread copies the last one's rows (pipelining).
+const db = openDatabase(init.database, { poolSize: 1, genericPlans: true, bytes: true });
+// This connection only reads; a write from here would be a bug.
+db.sqlite?.pragma("query_only = ON");
+const repos = { customers: createCustomersRepository(db), invoices: createInvoicesRepository(db) };
+
+port.on("message", (job: ReadJob) => {
+  void answer(job);
+});
+port.postMessage({ id: -1, ok: true, ready: true } satisfies ReadReply);
+
+const slotStates = new Int32Array(init.slotStates);
+const slotBuffers = Array.from({ length: init.slotCount }, (_, i) => Buffer.from(init.slots, i * init.slotSize, init.slotSize));
+
+/** Writes the page into a free shared slot and returns its number, or null (too large, or none free). */
+function intoSlot(parts: readonly PagePiece[]): { slot: number; length: number } | null {
+  for (let slot = 0; slot < init.slotCount; slot++) {
+    // Taken atomically: the main thread frees a slot (stores 0) when the response that sent it is done.
+    if (Atomics.compareExchange(slotStates, slot, 0, 1) !== 0) continue;
+    const length = writePieces(parts, slotBuffers[slot]!);
+    if (length !== null) return { slot, length };
+    // Larger than a slot: this one is free again, and the page goes the other way.
+    Atomics.store(slotStates, slot, 0);
+    return null;
+  }
+  return null;
+}
+
+async function answer(job: ReadJob): Promise<void> {
+  let reply: Exclude<ReadReply, { ready: true }>;
+  try {
+    const page = await repos[job.list].listPage(job.storeId, job.query);
+    const parts = pageParts(job.list, page, job.query.limit, encodeCursor);
+    const shared = intoSlot(parts);
+    reply = shared === null ? { id: job.id, ok: true, json: concatPieces(parts) } : { id: job.id, ok: true, ...shared };
+  } catch (err) {
+    const expected = err instanceof AppError;
+    reply = {
+      id: job.id,
+      ok: false,
+      error: {
+        expected,
+        code: expected ? err.code : "internal_error",
+        message: err instanceof Error ? err.message : String(err),
+        ...(expected && err.param !== undefined ? { param: err.param } : {}),
+        ...(typeof (err as { code?: unknown }).code === "string" ? { dbCode: (err as { code: string }).code } : {}),
+      },
+    };
+  }
+  // A large page's bytes have their own memory and move to the main thread without a copy; a small one
+  // may sit in Buffer's shared pool, which must not be moved, and is copied.
+  const json = "json" in reply ? reply.json : null;
+  const own = json !== null && json.byteOffset === 0 && json.byteLength === json.buffer.byteLength;
+  port.postMessage(reply, own ? [json.buffer as ArrayBuffer] : []);
+}

@@ -1,0 +1,64 @@
+// The feed's promise under concurrency: a reader polling with its cursor while several writers commit
+// events sees every event exactly once and in commit order. On PostgreSQL the writers are two service
+// instances on one database, each with its own pool, as two processes would be (on SQLite, one: two
+// connections in one thread would wait on each other's lock synchronously). A design that numbers events before commit
+// (a plain sequence or autoincrement) fails this: a later number commits first, the reader passes it,
+// and the earlier number becomes visible behind the cursor.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { createServices } from "../../src/services.ts";
+import { createHarness, DIALECTS, expectStatus } from "../helpers/harness.ts";
+
+for (const { name: dialect, skip } of DIALECTS) {
+  describe(`event feed under concurrent writers on ${dialect}`, { skip }, () => {
+    test("a polling reader sees every event once, in the order the store's events committed", async () => {
+      // The reader polls as fast as it can: the read API's per-key limit (600 a minute) is not what this measures.
+      const h = await createHarness(dialect, { RATE_LIMIT_MAX: "1000000" });
+      const other = dialect === "postgres" ? await createServices(h.config, { now: h.clock.now }) : h.services;
+      let writing = true;
+      let reader: Promise<void> = Promise.resolve();
+      try {
+        const store = await h.store();
+        const customer = await h.customer(store.id);
+        const writers = [h.services, other];
+        const write = async (w: number) => {
+          for (let i = 0; i < 40; i++) {
+            await writers[(w + i) % 2]!.invoices.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: `v${w}`, quantity: 1, price: 1 }] });
+          }
+        };
+        const seen: string[] = [];
+        const read = async () => {
+          let cursor = "";
+          for (;;) {
+            const done = !writing;
+            const r = await h.get(`/api/service/events?limit=7${cursor}`, store.key);
+            expectStatus(r, 200);
+            const page = r.json<{ data: { events: { id: string }[] }; pagination: { nextCursor: string } }>();
+            seen.push(...page.data.events.map((e) => e.id));
+            cursor = `&cursor=${page.pagination.nextCursor}`;
+            // One more full drain after the writers are done, then stop.
+            if (done && page.data.events.length === 0) return;
+          }
+        };
+        reader = read();
+        await Promise.all([0, 1, 2, 3, 4, 5].map(write));
+        writing = false;
+        await reader;
+        const committed = await h.services.db.kysely.selectFrom("events").select(["id", "seq"]).where("store_id", "=", store.id).orderBy("seq").execute();
+        assert.equal(committed.length, 240);
+        assert.deepEqual(
+          committed.map((e) => Number(e.seq)),
+          committed.map((_, i) => i + 1),
+          "numbers are gap-free",
+        );
+        assert.equal(new Set(seen).size, seen.length, "no event twice");
+        assert.deepEqual(seen, committed.map((e) => e.id), "every event, in number order");
+      } finally {
+        writing = false;
+        await reader.catch(() => {});
+        if (other !== h.services) await other.close();
+        await h.close();
+      }
+    });
+  });
+}
