@@ -1,7 +1,55 @@
 // Lint: type-aware rules that catch the bugs a service cannot afford
 // (floating promises, non-exhaustive switches), on top of the recommended sets.
 import js from "@eslint/js";
+import boundaries from "eslint-plugin-boundaries";
 import tseslint from "typescript-eslint";
+
+// The house's folders and which may import which (docs/architecture.md draws the same picture). Every
+// arrow points down, so no two folders can import each other; `platform/` and `lib/` know no domain; a
+// migration imports nothing but kysely and its own context type: it is frozen the day it ships.
+const FOLDERS = [
+  // [element, files, may import]
+  ["lib", "src/lib/**", ["errors"]],
+  ["errors", "src/errors.ts", []],
+  ["migrations", "src/platform/db/migrations/**", []],
+  ["platform-db", "src/platform/db/*.ts", ["lib", "errors", "migrations"]],
+  ["platform-crypto", "src/platform/crypto/**", ["lib", "errors", "platform-db"]],
+  ["platform-outbound", "src/platform/outbound/**", ["lib", "errors"]],
+  ["platform-ops", "src/platform/ops/**", ["lib", "errors", "platform-db"]],
+  ["schemas", "src/schemas/**", ["lib", "errors"]],
+  ["sandbox", "src/sandbox/**", ["lib", "errors", "platform-outbound", "platform-ops"]],
+  ["config", "src/config.ts", ["lib", "errors", "platform-db", "platform-outbound", "platform-ops", "sandbox"]],
+];
+const BASE = ["lib", "errors", "config", "schemas", "platform-db", "platform-crypto", "platform-outbound", "platform-ops"];
+const DOMAINS = [
+  ["versioning", []],
+  ["stores", ["versioning"]],
+  ["auth", ["stores", "versioning"]],
+  ["plugins", ["sandbox", "stores", "versioning", "auth"]],
+  ["events", ["stores", "versioning", "auth"]],
+  ["readmodel", ["stores", "versioning", "auth"]],
+  ["invoices", ["events", "readmodel", "stores", "versioning", "auth"]],
+  ["customers", ["invoices", "readmodel", "stores", "versioning", "auth"]],
+  ["payments", ["sandbox", "plugins", "events", "invoices", "readmodel", "stores", "versioning", "auth"]],
+  ["console", ["sandbox", "plugins", "events", "invoices", "readmodel", "payments", "stores", "versioning", "auth"]],
+  ["admin", ["sandbox", "plugins", "events", "invoices", "customers", "readmodel", "payments", "console", "stores", "versioning", "auth"]],
+  ["seed", ["invoices", "customers", "readmodel", "stores"]],
+];
+const DOMAIN_NAMES = DOMAINS.map(([name]) => name);
+const ELEMENTS = [
+  ...FOLDERS.map(([type, pattern]) => ({ type, pattern, mode: "file" })),
+  ...DOMAINS.map(([type]) => ({ type, pattern: `src/${type}/**`, mode: "file" })),
+  { type: "app", pattern: "src/{app,services,main,followers}.ts", mode: "file" },
+  { type: "cli", pattern: "src/cli/**", mode: "file" },
+  { type: "tools", pattern: "tools/**", mode: "file" },
+];
+const ALLOW = [
+  ...FOLDERS.map(([type, , allowed]) => [type, allowed]),
+  ...DOMAINS.map(([type, allowed]) => [type, [...BASE, ...allowed]]),
+  ["app", [...BASE, "sandbox", ...DOMAIN_NAMES, "app", "cli", "tools"]],
+  ["cli", [...BASE, "sandbox", ...DOMAIN_NAMES, "app", "tools"]],
+  ["tools", [...BASE, "sandbox", ...DOMAIN_NAMES, "app"]],
+];
 
 export default tseslint.config(
   { ignores: ["node_modules/", "data/", "dist/", "coverage/", "bench/results/"] },
@@ -44,6 +92,27 @@ export default tseslint.config(
         { property: "insertAdjacentHTML", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
         { object: "document", property: "write", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
         { object: "document", property: "writeln", message: "Never parse HTML: build nodes with h() from lib/dom.ts." },
+      ],
+    },
+  },
+  {
+    files: ["src/**/*.ts", "tools/**/*.ts"],
+    plugins: { boundaries },
+    settings: {
+      "boundaries/elements": ELEMENTS,
+      "boundaries/include": ["src/**/*.ts", "tools/**/*.ts"],
+      "import/resolver": { node: { extensions: [".ts", ".js"] } },
+    },
+    rules: {
+      "boundaries/dependencies": [
+        "error",
+        {
+          default: "disallow",
+          policies: [
+            // A folder's own files import each other freely; between folders only the arrows above.
+            ...ALLOW.map(([type, allowed]) => ({ from: { element: { type } }, allow: { to: { element: { types: { anyOf: [type, ...allowed] } } } } })),
+          ],
+        },
       ],
     },
   },

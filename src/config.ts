@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseTrustProxy, type TrustProxy } from "./lib/client-address.ts";
+import type { DatabaseConfig } from "./platform/db/database.ts";
 import { createAddressPolicy } from "./platform/outbound/address-policy.ts";
 import type { SandboxLimits } from "./sandbox/sandbox.types.ts";
 import type { LogFormat } from "./platform/ops/logger.ts";
@@ -16,7 +17,7 @@ export interface Config {
   host: string;
   /** `sqlite:<file>` (embedded default) or a `postgres://` URL. */
   databaseUrl: string;
-  database: { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+  database: DatabaseConfig;
   /** Directory of the embedded database; generated secrets (SECRETS_KEY) are kept beside it. */
   dataDir: string;
   apiNamespace: string;

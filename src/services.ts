@@ -17,7 +17,8 @@ import { type AttemptLimiter, createAttemptLimiter } from "./lib/attempt-limiter
 import { createSignInGuard, type SignInGuard } from "./auth/sign-in-guard.ts";
 import { createInvoiceLifecycleService, type InvoiceLifecycleService } from "./invoices/invoice-lifecycle.service.ts";
 import { buildInfo } from "./platform/ops/build.ts";
-import { createMetrics, instrumentSandbox, type Metrics, observeOutboundBacklog, observeReadModel } from "./platform/ops/metrics.ts";
+import { createMetrics, type Metrics, observeOutboundBacklog, observeReadModel } from "./platform/ops/metrics.ts";
+import { instrumentSandbox } from "./sandbox/sandbox.metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./readmodel/readers.service.ts";
 import { createPriorityGate, type PriorityGate } from "./readmodel/priority-gate.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { parseIsoDate } from "../src/readmodel/list-query.ts";
+import { parseIsoDate } from "../src/lib/list-query.ts";
 
 test("with no configuration at all the embedded SQLite default and documented defaults apply", () => {
   const c = loadConfig({});

@@ -16,10 +16,11 @@ import { type Prepared, type PreparedStatement, sqlitePrepared } from "../../src
 import type { Database } from "../../src/platform/db/schema.ts";
 import { withStatementCache } from "../../src/platform/db/statement-cache.ts";
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
-import { encodeCursor, parseListQuery } from "../../src/readmodel/list-query.ts";
+import { encodeCursor, parseListQuery } from "../../src/lib/list-query.ts";
 import { pageJson } from "../../src/readmodel/paging.ts";
 import { buildPools } from "../../src/seed/seed.pools.ts";
 import { BENCH_SEED, type Dataset, DATA_DIR, sqliteFile } from "./dataset.ts";
+import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -94,7 +95,7 @@ if (args["popular-variant"]) {
 const runs = Number(args.runs);
 process.stdout.write(`${customers.toLocaleString("en-US")} customers; cache_size ${String(handle.pragma("cache_size", { simple: true }))}, mmap_size ${String(handle.pragma("mmap_size", { simple: true }))}\n`);
 for (const [name, list, query] of cases) {
-  const q = parseListQuery({ limit: 100, ...query });
+  const q = parseListQuery({ limit: 100, ...query }, INVOICE_STATUSES);
   // What a reader thread does for the route: the page's documents, joined (not parsed).
   const call = () => repos[list].listPage(dataset.storeId, q).then((page) => pageJson(list, page, q.limit, encodeCursor));
   const slow = name.includes("best-seller");

@@ -6,7 +6,8 @@ import { buildApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { ListCustomersSchema } from "../../src/schemas/customers.schemas.ts";
 import { ListInvoicesSchema } from "../../src/schemas/invoices.schemas.ts";
-import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/readmodel/list-query.ts";
+import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
+import { encodeCursor, parseListQuery, type ListQueryInput } from "../../src/lib/list-query.ts";
 import { createServices } from "../../src/services.ts";
 import { requireApiKey } from "../../src/auth/api-key.hook.ts";
 
@@ -45,7 +46,7 @@ async function start(request: ServerRequest): Promise<FastifyInstance> {
   // Each page exactly as the list route builds it (see customers.routes.ts / invoices.routes.ts).
   const pageSizes: Record<string, number> = {};
   for (const c of request.cases) {
-    const q = parseListQuery(c.query as ListQueryInput);
+    const q = parseListQuery(c.query as ListQueryInput, INVOICE_STATUSES);
     const pagination = (next: Parameters<typeof encodeCursor>[0] | null) => ({ limit: q.limit, nextCursor: next === null ? null : encodeCursor(next) });
     const schema = c.list === "customers" ? ListCustomersSchema : ListInvoicesSchema;
     let page: unknown;
@@ -66,7 +67,7 @@ async function start(request: ServerRequest): Promise<FastifyInstance> {
         memoryPath(c).replace("/memory/", "/pipeline/"),
         { schema, onRequest: requireApiKey(services.stores, `${c.list}:read`, services.signIn), config: { rateLimit: services.readRateLimit } },
         async (req) => {
-          parseListQuery(req.query as ListQueryInput);
+          parseListQuery(req.query as ListQueryInput, INVOICE_STATUSES);
           return page;
         },
       );

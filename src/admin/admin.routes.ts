@@ -7,6 +7,7 @@ import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { SCOPES } from "../stores/stores.service.ts";
 import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
+import { simulationAdminRoutes } from "../payments/simulation.routes.ts";
 import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
 import { deliveriesRoutes } from "../payments/deliveries.routes.ts";
 import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
@@ -184,6 +185,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
     );
 
     await app.register(pluginsAdminRoutes(services));
+    await app.register(simulationAdminRoutes(services));
     await app.register(invoiceLifecycleRoutes(services));
     await app.register(deliveriesRoutes(services));
     await app.register(endpointsAdminRoutes(services));

@@ -4,7 +4,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { followDeliveries } from "../payments/deliveries.follow.ts";
 import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
 import type { DeliverySummary } from "../payments/deliveries.repository.ts";
-import { encodeCursor } from "../readmodel/list-query.ts";
+import { encodeCursor } from "../lib/list-query.ts";
 import { emit, printTable, withServices } from "./context.ts";
 
 const COLUMNS = ["id", "createdAt", "pluginName", "pluginVersion", "outcome", "responseStatus", "invoiceId", "transition", "durationMs"];

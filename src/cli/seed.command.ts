@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type cliProgress from "cli-progress";
 import { InvalidArgumentError, type Command } from "commander";
-import { parseIsoDate } from "../readmodel/list-query.ts";
+import { parseIsoDate } from "../lib/list-query.ts";
 import type { SeedProgress } from "../seed/seed.ts";
 import { CliError, type JsonOption, printJson, withServices } from "./context.ts";
 

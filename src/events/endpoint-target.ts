@@ -6,9 +6,9 @@
 // login sees its attempts' errors, and they must not map the operator's network.
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
-import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../platform/outbound/guarded-fetch.ts";
+import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../platform/outbound/guarded-connect.ts";
 import { createAddressPolicy, type AddressPolicy } from "../platform/outbound/address-policy.ts";
-import type { LookupFunction } from "../sandbox/sandbox.types.ts";
+import type { LookupFunction } from "../platform/outbound/guarded-connect.ts";
 
 export const MAX_URL_LENGTH = 2048;
 export const ENDPOINT_REFUSED = "the address is private or reserved (ENDPOINT_ALLOW lists exceptions)";

@@ -4,7 +4,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
-import { isoTime } from "../readmodel/list-query.ts";
+import { isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { EndpointRow } from "./endpoints.repository.ts";
 import { queueDeliveries } from "./events.repository.ts";

@@ -1,8 +1,8 @@
 // Outbound webhook endpoints and the record of every attempt made to them.
 import { type Kysely, type Selectable, SqliteAdapter, type Transaction, type Updateable, sql } from "kysely";
 import type { Database, EventAttemptsTable, EventEndpointsTable } from "../platform/db/schema.ts";
-import type { Cursor } from "../readmodel/list-query.ts";
-import { takePage } from "../readmodel/paging.ts";
+import { type Cursor, takePage } from "../lib/list-query.ts";
+import type { OutboundBacklog } from "../platform/ops/metrics.ts";
 
 export type EndpointRow = Selectable<EventEndpointsTable>;
 export type AttemptRow = Selectable<EventAttemptsTable>;
@@ -21,17 +21,6 @@ export interface EndpointsRepository {
   cancelPending(endpointId: string, at: number): Promise<void>;
   /** What is still to be sent, every store together (metrics); read through the pending deliveries' index. */
   backlog(now: number): Promise<OutboundBacklog>;
-}
-
-/** Deliveries still to be sent, by state, and when the oldest of them was queued. */
-export interface OutboundBacklog {
-  /** Due now, waiting for a slot or the next look. */
-  due: number;
-  /** Failed before, waiting for their retry time. */
-  retrying: number;
-  /** Claimed by a process, an attempt under way. */
-  inFlight: number;
-  oldestCreatedAt: number | null;
 }
 
 export function createEndpointsRepository(db: Kysely<Database>): EndpointsRepository {

@@ -1,7 +1,7 @@
 // The one place an event's wire form is made, for the feed and for webhooks. Versioning (README, "API versions")
 // plugs in here: an endpoint's or request's api_version is passed along so older versions can be
 // rendered from the stored current shape.
-import { isoTime } from "../readmodel/list-query.ts";
+import { isoTime } from "../lib/list-query.ts";
 import { currentVersion, renderEventForVersion, versionForStored } from "../versioning/registry.ts";
 import type { EventBody, StoredEvent } from "./events.types.ts";
 

@@ -4,7 +4,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
-import { type Cursor, isoTime } from "../readmodel/list-query.ts";
+import { type Cursor, isoTime } from "../lib/list-query.ts";
 import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { AddressPolicy } from "../platform/outbound/address-policy.ts";
 import { type EndpointSender, endpointUrlProblem } from "./endpoint-target.ts";

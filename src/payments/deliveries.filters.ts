@@ -2,7 +2,7 @@
 // a comma-separated list, and time bounds as ISO 8601 or as a duration back from now (`1h`, `30m`, `7d`).
 // Every mistake names the parameter at fault.
 import { AppError } from "../errors.ts";
-import { parseIsoDate } from "../readmodel/list-query.ts";
+import { parseIsoDate } from "../lib/list-query.ts";
 import { DELIVERY_OUTCOMES, type DeliveryFilters, type DeliveryOutcome } from "./deliveries.repository.ts";
 
 export interface DeliveryFilterInput {

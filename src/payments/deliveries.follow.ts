@@ -3,7 +3,7 @@
 // plugin's wall time later), so each poll looks back `overlapMs` before the newest delivery seen and
 // skips the ones already shown: a slow delivery that commits after faster, newer ones is still shown.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Cursor } from "../readmodel/list-query.ts";
+import type { Cursor } from "../lib/list-query.ts";
 import type { DeliveriesRepository, DeliveryFilters, DeliverySummary } from "./deliveries.repository.ts";
 
 export interface FollowOptions {

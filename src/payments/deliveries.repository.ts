@@ -2,8 +2,7 @@
 // and the response given. Listed newest first with the same keyset paging as the read API.
 import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
 import type { Database, DeliveriesTable } from "../platform/db/schema.ts";
-import { type Cursor, isoTime } from "../readmodel/list-query.ts";
-import { takePage } from "../readmodel/paging.ts";
+import { type Cursor, isoTime, takePage } from "../lib/list-query.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
 
 export const DELIVERY_OUTCOMES = [

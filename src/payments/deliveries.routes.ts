@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { decodeCursor, encodeCursor } from "../readmodel/list-query.ts";
+import { decodeCursor, encodeCursor } from "../lib/list-query.ts";
 import { Nullable, PaginationSchema, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { DELIVERY_OUTCOMES } from "./deliveries.repository.ts";

@@ -1,16 +1,14 @@
-// Admin API for plugins, simulation and deliveries (mounted inside the admin scope, behind ADMIN_TOKEN).
+// Admin API for plugins: the catalogue, installations, versions, secrets (mounted inside the admin scope,
+// behind ADMIN_TOKEN). Dry runs and replays are the payment path's: payments/simulation.routes.ts.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
 import type { Services } from "../services.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
-import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, SECRET_NAME } from "./plugins.service.ts";
-import { replayView, simulationView } from "../payments/payment-views.ts";
+import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, MAX_VERSION, SECRET_NAME } from "./plugins.service.ts";
 import { MAX_SOURCE_RANGES } from "./source-ranges.ts";
 
-/** Versions are PostgreSQL integers. */
-const MAX_VERSION = 2_147_483_647;
 const StoreParams = Type.Object({ storeId: Type.String() });
 const PluginParams = Type.Object({ storeId: Type.String(), name: Type.String() });
 const PluginInfo = Type.Object({
@@ -32,11 +30,6 @@ const Installed = Type.Object({
   enabled: Type.Boolean(),
   reused: Type.Boolean({ description: "The source was an earlier version's, which is current again: no new version was made." }),
 });
-const LogLine = Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() });
-const FetchRecord = Type.Object(
-  { url: Type.String(), method: Type.String(), status: Nullable(Type.Integer()), error: Nullable(Type.String()), durationMs: Type.Number() },
-  { additionalProperties: true },
-);
 /**
  * Secret name → value; a null value deletes that secret. One schema with two types rather than a union:
  * the validator coerces inside a union (null became "" in its string branch, so a null never deleted).
@@ -58,7 +51,6 @@ const AllowedSourcesInput = Type.Unsafe<string[] | null>({
     "null removes the restriction; omitted, it stays as it is. The client address is the socket's peer unless TRUST_PROXY names the proxies in front (docs/operations.md).",
   examples: [["54.187.174.169/32", "54.187.205.235/32"]],
 });
-const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
 
 export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -307,107 +299,5 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         }),
     );
 
-    app.post(
-      "/stores/:storeId/plugins/:name/simulate",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Dry run: the plugin against a body and headers; changes nothing",
-          params: PluginParams,
-          body: Type.Object(
-            {
-              body: Type.Optional(Type.String({ description: "The raw webhook body as text." })),
-              bodyBase64: Type.Optional(Type.String({ description: "The raw body as base64, for binary payloads." })),
-              headers: Type.Optional(Type.Record(Type.String(), Type.String())),
-              query: Type.Optional(Type.Record(Type.String(), Type.String())),
-              version: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_VERSION, description: "Default: the current version." })),
-              source: Type.Optional(
-                Type.String({
-                  minLength: 1,
-                  maxLength: MAX_SOURCE_BYTES,
-                  description: "Unsaved Lua source to run instead of the stored version, with the plugin's secrets (the console's test bench). A compile error comes back as the run's `error` with its line.",
-                }),
-              ),
-              receivedAt: Type.Optional(
-                Type.String({
-                  format: "date-time",
-                  description: "The script's clock (os.time, os.date): e.g. a recorded delivery's receipt time, so timestamped signatures verify. Default: now.",
-                }),
-              ),
-              deliveryId: Type.Optional(
-                Type.String({
-                  minLength: 1,
-                  description: "Run a recorded delivery's request (body byte for byte, headers, query) on its receipt time, read on the server: any size the webhook took. Excludes body, bodyBase64, headers and query.",
-                }),
-              ),
-              sign: Type.Optional(
-                Type.Boolean({ description: "Sign the request as the plugin's catalogue provider would, with this store's own settings (its signing secret), at the run's clock. 400 when the plugin's provider cannot be signed here." }),
-              ),
-            },
-            { additionalProperties: false },
-          ),
-          response: {
-            200: Type.Object({
-              plugin: Type.Object({
-                name: Type.String(),
-                version: Type.Integer(),
-                enabled: Type.Boolean(),
-                unsaved: Type.Boolean({ description: "The run was of the given `source` (based on `version`), not of the stored version." }),
-              }),
-              result: Type.Unknown(),
-              error: RunError,
-              logs: Type.Array(LogLine),
-              fetches: Type.Array(FetchRecord),
-              durationMs: Type.Number(),
-              request: Type.Object(
-                { headers: Type.Record(Type.String(), Type.String()), receivedAt: Type.String({ format: "date-time" }), signed: Type.Boolean() },
-                { description: "The request as run: its headers (with the signature made when `sign` was given) and clock." },
-              ),
-            }),
-            ...errorResponses(400, 401, 404, 409),
-          },
-        },
-      },
-      async (request) => {
-        const { body, bodyBase64, headers, query, version, receivedAt, source, deliveryId, sign } = request.body;
-        if (body !== undefined && bodyBase64 !== undefined) throw new AppError("invalid_request", "give body or bodyBase64, not both", { param: "bodyBase64" });
-        if (deliveryId !== undefined && (body !== undefined || bodyBase64 !== undefined || headers !== undefined || query !== undefined)) {
-          throw new AppError("invalid_request", "deliveryId runs the recorded request: give no body, bodyBase64, headers or query with it", { param: "deliveryId" });
-        }
-        const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
-        return simulationView(
-          await services.webhooks.simulate(request.params.storeId, request.params.name, {
-            body: raw,
-            ...(headers ? { headers } : {}),
-            ...(query ? { query } : {}),
-            ...(version ? { version } : {}),
-            ...(receivedAt ? { receivedAt: Date.parse(receivedAt) } : {}),
-            ...(source !== undefined ? { source } : {}),
-            ...(deliveryId !== undefined ? { deliveryId } : {}),
-            ...(sign ? { sign } : {}),
-          }),
-        );
-      },
-    );
-
-    // GET /stores/:storeId/deliveries (the searchable list) and GET …/deliveries/:deliveryId live in deliveries.routes.ts.
-
-    app.post(
-      "/stores/:storeId/deliveries/:deliveryId/replay",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Replay a delivery through the plugin's current version (recorded as a new delivery)",
-          params: Type.Object({ storeId: Type.String(), deliveryId: Type.String() }),
-          response: { 200: Type.Object({ deliveryId: Nullable(Type.String()), replayOf: Type.String(), status: Type.Integer(), response: Type.Unknown() }), ...errorResponses(401, 404, 409) },
-        },
-      },
-      async (request) => {
-        const answer = await services.webhooks.replay(request.params.storeId, request.params.deliveryId, request.id);
-        return replayView(answer, request.params.deliveryId);
-      },
-    );
   };
 }

@@ -15,6 +15,8 @@ import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { KeyCache } from "../stores/key-cache.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** Versions are PostgreSQL integers. */
+export const MAX_VERSION = 2_147_483_647;
 export const MAX_SOURCE_BYTES = 256 * 1024;
 /** A secret's name is a Lua identifier (`secrets.name` in a plugin), at most 64 characters; names are stored space-separated. */
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

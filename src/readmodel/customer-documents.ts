@@ -4,7 +4,7 @@
 // chat account, reviews, sessions and invoices, whose completed ones give the order figures.
 import { sql, type Expression, type Kysely, type SqlBool } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
-import { type Cursor, type ListQuery, isoTime } from "./list-query.ts";
+import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "./page-shapes.ts";
 import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";

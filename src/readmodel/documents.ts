@@ -82,23 +82,6 @@ export function rebuildBatch(db: Kysely<Database>, table: "customers" | "invoice
   return q.where(storeCondition(db.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres", "store_id", storeId));
 }
 
-/**
- * Builds the documents that are empty: stale ones nobody refreshed, and every one after a migration that
- * rebuilt the documents tables. Called by the migration that last shaped those tables (0015), with the
- * code of today: a migration that changes them again moves the call.
- */
-export async function fillEmptyDocuments(db: Kysely<Database>): Promise<void> {
-  await inBatches(db, (table, after) =>
-    db
-      .selectFrom(table === "customers" ? "customer_views" : "invoice_views")
-      .select("id")
-      .where("body", "is", null)
-      .where("id", ">", after)
-      .orderBy("id")
-      .limit(BATCH),
-  );
-}
-
 type BatchQuery = (table: "customers" | "invoices", after: string) => { execute(): Promise<{ id: string }[]> };
 
 async function inBatches(db: Kysely<Database>, batch: BatchQuery, onProgress?: (done: number) => void): Promise<void> {

@@ -4,7 +4,7 @@
 // more queries for those invoices only.
 import { type Kysely, type Selectable, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { Database, InvoicesTable } from "../platform/db/schema.ts";
-import { type Cursor, type ListQuery, isoTime } from "./list-query.ts";
+import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "./page-shapes.ts";
 import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import type { Compilable } from "kysely";
 import type { PreparedStatement } from "../platform/db/database.ts";
-import type { ListQuery } from "./list-query.ts";
+import type { ListQuery } from "../lib/list-query.ts";
 
 /** A value of the request, bound at execution: where it goes in the compiled parameters. */
 class Marker {

@@ -4,7 +4,7 @@ import { sql, type AliasedSelectQueryBuilder, type Compilable, type Expression, 
 import type { Db, PreparedStatement } from "../platform/db/database.ts";
 import type { Database } from "../platform/db/schema.ts";
 import type { BoundQuery } from "./page-shapes.ts";
-import type { Cursor, ListQuery } from "./list-query.ts";
+import { type Cursor, type ListQuery, takePage } from "../lib/list-query.ts";
 
 /**
  * A page of a list: the JSON of its elements, in order, joined by commas (no brackets), as pieces to be
@@ -68,13 +68,6 @@ export function storeCondition(dialect: "sqlite" | "postgres", ref: string, stor
  */
 export function pageFetch(limit: number): RawBuilder<number> {
   return sql.lit(limit + 1);
-}
-
-export function takePage<T extends { created_at: number; id: string }>(rows: T[], limit: number): { page: T[]; next: Cursor | null } {
-  if (rows.length <= limit) return { page: rows, next: null };
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1]!;
-  return { page, next: { createdAt: last.created_at, id: last.id } };
 }
 
 /**

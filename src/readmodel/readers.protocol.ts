@@ -1,7 +1,7 @@
 // Messages between the main thread and the reader threads (src/readmodel/readers.worker.ts).
 import type { Config } from "../config.ts";
 import type { ErrorCode } from "../errors.ts";
-import type { ListQuery } from "./list-query.ts";
+import type { ListQuery } from "../lib/list-query.ts";
 
 export type ListName = "customers" | "invoices";
 

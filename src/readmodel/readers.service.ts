@@ -8,7 +8,7 @@ import type { Config } from "../config.ts";
 import type { CustomersRepository } from "./customer-documents.ts";
 import { AppError } from "../errors.ts";
 import type { InvoicesRepository } from "./invoice-documents.ts";
-import { type ListQuery, encodeCursor } from "./list-query.ts";
+import { type ListQuery, encodeCursor } from "../lib/list-query.ts";
 import { pageJson } from "./paging.ts";
 import type { PriorityGate } from "./priority-gate.ts";
 import type { ListName, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";

@@ -8,7 +8,7 @@ import { openDatabase } from "../platform/db/database.ts";
 import { createCustomersRepository } from "./customer-documents.ts";
 import { AppError } from "../errors.ts";
 import { createInvoicesRepository } from "./invoice-documents.ts";
-import { encodeCursor } from "./list-query.ts";
+import { encodeCursor } from "../lib/list-query.ts";
 import { type PagePiece, concatPieces, pageParts, writePieces } from "./paging.ts";
 import type { ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
 

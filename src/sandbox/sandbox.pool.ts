@@ -15,7 +15,7 @@
 // run twice when a worker is terminated.
 import { closeSync, openSync, readSync } from "node:fs";
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
-import { createFetcher, type Fetcher } from "../platform/outbound/guarded-fetch.ts";
+import { createFetcher, type Fetcher } from "./fetch.client.ts";
 import { resolveLimits } from "./sandbox.limits.ts";
 import {
   CPU_START_BYTE,

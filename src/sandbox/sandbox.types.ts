@@ -1,5 +1,6 @@
 // The sandbox's public vocabulary: what a caller hands in (a plugin's source, one webhook request,
 // the store's secrets, a host for invoice lookups) and what always comes back (a RunOutcome value).
+import type { LookupAddress, LookupFunction } from "../platform/outbound/guarded-connect.ts";
 
 export interface SandboxLimits {
   /** Worker threads running Lua; default os.availableParallelism(). */
@@ -107,9 +108,4 @@ export interface SandboxDeps {
   workerUrl?: URL;
 }
 
-export type LookupAddress = { address: string; family: number };
-export type LookupFunction = (
-  hostname: string,
-  options: { all: true; family?: number },
-  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
-) => void;
+export type { LookupAddress, LookupFunction };

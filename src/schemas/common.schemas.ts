@@ -1,6 +1,6 @@
 // Schema pieces shared by several routes: the list query, pagination, the error envelope.
 import { Type, type Static } from "typebox";
-import { DEFAULT_LIMIT, MAX_LIMIT } from "../readmodel/list-query.ts";
+import { DEFAULT_LIMIT, MAX_LIMIT } from "../lib/list-query.ts";
 
 export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -7,10 +7,11 @@ import SQLite from "better-sqlite3";
 import { type Compilable, Kysely, SqliteDialect, sql } from "kysely";
 import { openDatabase } from "../../src/platform/db/database.ts";
 import type { Database } from "../../src/platform/db/schema.ts";
-import { type ListQuery, parseListQuery } from "../../src/readmodel/list-query.ts";
+import { type ListQuery, parseListQuery } from "../../src/lib/list-query.ts";
 import { MAX_SHAPES, pageShapes, shapeOf } from "../../src/readmodel/page-shapes.ts";
 import { concatPieces, mergeKeys, pageFetch, windowConditions, writePieces } from "../../src/readmodel/paging.ts";
 import { freshDatabase, pgSkip } from "../helpers/harness.ts";
+import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
 
 const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(":memory:") }) });
 
@@ -29,8 +30,8 @@ describe("page query shapes", () => {
       for (const cond of windowConditions("p", q)) ids = ids.where(cond);
       return ids.orderBy("p.created_at", "desc").limit(pageFetch(q.limit));
     });
-    const a = keysOf("st_a", parseListQuery({ limit: 3, createdAtFrom: "2024-01-01" }));
-    const b = keysOf("st_b", parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" }));
+    const a = keysOf("st_a", parseListQuery({ limit: 3, createdAtFrom: "2024-01-01" }, INVOICE_STATUSES));
+    const b = keysOf("st_b", parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" }, INVOICE_STATUSES));
     assert.equal(builds, 1, "built once for the shape");
     assert.deepEqual(a.statement, b.statement);
     assert.match(a.statement.sql, /limit 4$/, "the page size is part of the text");
@@ -38,7 +39,7 @@ describe("page query shapes", () => {
     assert.deepEqual(b.params, ["st_b", Date.parse("2025-06-01T00:00:00Z")]);
 
     // What Kysely makes of the request itself is the same text and the same values.
-    const q = parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" });
+    const q = parseListQuery({ limit: 3, createdAtFrom: "2025-06-01" }, INVOICE_STATUSES);
     let direct = db.selectFrom("customers as p").select(["p.id", "p.created_at"]).where("p.store_id", "=", "st_b");
     for (const cond of windowConditions("p", q)) direct = direct.where(cond);
     const compiled = direct.orderBy("p.created_at", "desc").limit(pageFetch(q.limit)).compile();
@@ -53,14 +54,14 @@ describe("page query shapes", () => {
       if (q.after !== null) ids = ids.where(sql<boolean>`(p.created_at, p.id) < (${q.after.createdAt}, ${q.after.id})`);
       return ids.limit(pageFetch(q.limit));
     });
-    const one = keysOf("st", parseListQuery({ status: "completed" }));
-    const two = keysOf("st", parseListQuery({ status: "completed,refunded" }));
-    const twoOther = keysOf("st", parseListQuery({ status: "pending,expired" }));
+    const one = keysOf("st", parseListQuery({ status: "completed" }, INVOICE_STATUSES));
+    const two = keysOf("st", parseListQuery({ status: "completed,refunded" }, INVOICE_STATUSES));
+    const twoOther = keysOf("st", parseListQuery({ status: "pending,expired" }, INVOICE_STATUSES));
     assert.notEqual(one.statement.name, two.statement.name);
     assert.equal(two.statement.name, twoOther.statement.name);
     assert.deepEqual(twoOther.params, ["st", "pending", "expired"]);
-    assert.notEqual(keysOf("st", parseListQuery({ status: "completed", limit: 10 })).statement.name, one.statement.name, "another page size");
-    assert.notEqual(shapeOf(parseListQuery({})), shapeOf(parseListQuery({ id: "x" })));
+    assert.notEqual(keysOf("st", parseListQuery({ status: "completed", limit: 10 }, INVOICE_STATUSES)).statement.name, one.statement.name, "another page size");
+    assert.notEqual(shapeOf(parseListQuery({}, INVOICE_STATUSES)), shapeOf(parseListQuery({ id: "x" }, INVOICE_STATUSES)));
   });
 
   test(`at most ${MAX_SHAPES} shapes are kept; a client trying every page size gets statements prepared for one run`, () => {
@@ -69,13 +70,13 @@ describe("page query shapes", () => {
       builds++;
       return db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
     });
-    for (let limit = 1; limit <= MAX_SHAPES; limit++) assert.notEqual(keysOf("st", parseListQuery({ limit })).statement.name, null);
-    const beyond = keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }));
+    for (let limit = 1; limit <= MAX_SHAPES; limit++) assert.notEqual(keysOf("st", parseListQuery({ limit }, INVOICE_STATUSES)).statement.name, null);
+    const beyond = keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }, INVOICE_STATUSES));
     assert.equal(beyond.statement.name, null, "not kept: no prepared statement left behind on the server");
     assert.match(beyond.statement.sql, new RegExp(`limit ${MAX_SHAPES + 2}$`));
-    keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }));
+    keysOf("st", parseListQuery({ limit: MAX_SHAPES + 1 }, INVOICE_STATUSES));
     assert.equal(builds, MAX_SHAPES + 2, "built again for each request");
-    const kept = keysOf("st", parseListQuery({ limit: 1 }));
+    const kept = keysOf("st", parseListQuery({ limit: 1 }, INVOICE_STATUSES));
     assert.notEqual(kept.statement.name, null);
     assert.equal(builds, MAX_SHAPES + 2, "a kept shape is not built again");
   });
@@ -85,7 +86,7 @@ describe("page query shapes", () => {
       db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit)),
       db.selectFrom("reviews").select("id").where("store_id", "=", storeId).where("product_id", "=", q.id!).limit(pageFetch(q.limit)),
     ]);
-    const [a, b] = shapes("st", parseListQuery({ id: "prod_1", limit: 5 }));
+    const [a, b] = shapes("st", parseListQuery({ id: "prod_1", limit: 5 }, INVOICE_STATUSES));
     assert.deepEqual(a!.params, ["st"]);
     assert.deepEqual(b!.params, ["st", "prod_1"]);
     assert.notEqual(a!.statement.name, b!.statement.name);
@@ -101,15 +102,15 @@ describe("page query shapes", () => {
   test("a builder that puts a value of its own into the SQL is refused, not cached for every later request", () => {
     const captured = "st_first";
     const keysOf = oneStatement((_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(pageFetch(q.limit)));
-    assert.throws(() => keysOf("st_second", parseListQuery({})), /not a marker \(st_first\)/);
+    assert.throws(() => keysOf("st_second", parseListQuery({}, INVOICE_STATUSES)), /not a marker \(st_first\)/);
   });
 
   test("one SQL text is one statement name, whichever list compiled it first", () => {
     const build = (storeId: string, q: ReturnType<typeof parseListQuery>) => db.selectFrom("customers").select("id").where("store_id", "=", storeId).limit(pageFetch(q.limit));
-    const first = oneStatement(build, "k")("a", parseListQuery({ createdAtTo: "2024-01-01" }));
+    const first = oneStatement(build, "k")("a", parseListQuery({ createdAtTo: "2024-01-01" }, INVOICE_STATUSES));
     const again = oneStatement(build, "k");
-    again("a", parseListQuery({ id: "x" })); // another shape compiled first in this instance
-    assert.equal(again("a", parseListQuery({ createdAtTo: "2024-01-01" })).statement.name, first.statement.name);
+    again("a", parseListQuery({ id: "x" }, INVOICE_STATUSES)); // another shape compiled first in this instance
+    assert.equal(again("a", parseListQuery({ createdAtTo: "2024-01-01" }, INVOICE_STATUSES)).statement.name, first.statement.name);
   });
 });
 

@@ -3,7 +3,7 @@
 // quirk), on both databases.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { parseIsoDate } from "../../src/readmodel/list-query.ts";
+import { parseIsoDate } from "../../src/lib/list-query.ts";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "../helpers/harness.ts";
 
 describe("dates before the year 100", () => {

@@ -10,10 +10,11 @@ import { loadConfig } from "../../src/config.ts";
 import { createCustomersRepository } from "../../src/readmodel/customer-documents.ts";
 import type { PreparedStatement } from "../../src/platform/db/database.ts";
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
-import { parseListQuery } from "../../src/readmodel/list-query.ts";
+import { parseListQuery } from "../../src/lib/list-query.ts";
 import { seedStore } from "../../src/seed/seed.ts";
 import { createServices } from "../../src/services.ts";
 import { freshDatabase } from "../helpers/harness.ts";
+import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
 
 const UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 
@@ -33,7 +34,7 @@ test("SQLite: an id-filtered page finds its few candidates by id, with no statis
       dialect: "sqlite" as const,
       prepared: { all: async (statement: PreparedStatement, params: unknown[]) => (captured.push({ statement, params }), []) },
     };
-    const q = parseListQuery({ limit: 100, id: customerId });
+    const q = parseListQuery({ limit: 100, id: customerId }, INVOICE_STATUSES);
     await createInvoicesRepository(source as never).listPage(storeId, q);
     const invoicesFew = captured[0]!;
     captured.length = 0;

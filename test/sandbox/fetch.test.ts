@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { buildConnector } from "undici";
-import { guardConnector } from "../../src/platform/outbound/guarded-fetch.ts";
+import { guardConnector } from "../../src/platform/outbound/guarded-connect.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createAddressPolicy, normalizeAddress } from "../../src/platform/outbound/address-policy.ts";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";

@@ -3,7 +3,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Config } from "../../config.ts";
 
 const VERSION = "v1";
 
@@ -18,7 +17,7 @@ export function parseSecretsKey(value: string): Buffer {
 }
 
 /** The configured key, or the one kept beside the embedded database (created on first use). */
-export function resolveSecretsKey(config: Pick<Config, "secretsKey" | "dataDir">): { key: Buffer; source: "env" | "file"; file?: string } {
+export function resolveSecretsKey(config: { secretsKey: string | null; dataDir: string }): { key: Buffer; source: "env" | "file"; file?: string } {
   if (config.secretsKey !== null) return { key: parseSecretsKey(config.secretsKey), source: "env" };
   const file = path.join(config.dataDir, "secrets.key");
   if (!existsSync(file)) {

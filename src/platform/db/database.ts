@@ -8,7 +8,6 @@ import { Kysely, type LogEvent, PostgresDialect, SqliteDialect, sql } from "kyse
 import type pg from "pg";
 import type * as PgConnectionString from "pg-connection-string";
 import type postgres from "postgres";
-import type { Config } from "../../config.ts";
 import type { Database } from "./schema.ts";
 import { type AppliedMigration, type MigrationObserver, migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
@@ -177,7 +176,10 @@ function queryLog(options: OpenOptions): { log?: (event: LogEvent) => void } {
   return onQuery === undefined ? {} : { log: (event) => onQuery(event.query.sql, event.queryDurationMillis) };
 }
 
-export function openDatabase(database: Config["database"], options: OpenOptions = {}): Db {
+/** Which database: the embedded SQLite file, or a PostgreSQL URL (DATABASE_URL). */
+export type DatabaseConfig = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+
+export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}): Db {
   if (database.kind === "postgres") {
     const url = options.genericPlans ? withStartupOption(database.url, "-c plan_cache_mode=force_generic_plan") : database.url;
     const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });

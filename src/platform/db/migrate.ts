@@ -26,9 +26,9 @@ import * as m0017 from "./migrations/0017_lean_payments.ts";
 import * as m0018 from "./migrations/0018_sources_and_token_sessions.ts";
 import * as m0021 from "./migrations/0021_console_workbench.ts";
 
-export interface MigrationContext {
-  dialect: "sqlite" | "postgres";
-}
+import type { MigrationContext } from "./migrations/context.ts";
+
+export type { MigrationContext };
 
 type MigrationModule = { up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> };
 

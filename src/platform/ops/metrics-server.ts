@@ -6,7 +6,6 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import http from "node:http";
 import type { FastifyInstance } from "fastify";
-import type { Config } from "../../config.ts";
 import type { Metrics } from "./metrics.ts";
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
@@ -19,7 +18,7 @@ export function metricsAuthorized(authorization: string | undefined, token: stri
 }
 
 /** Starts the metrics port when the application listens, and closes it with the application. */
-export function serveMetricsOnOwnPort(app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): void {
+export function serveMetricsOnOwnPort(app: FastifyInstance, config: { readonly host: string; readonly metrics: { port: number | null; token: string | null } }, metrics: Metrics): void {
   const { port, token } = config.metrics;
   if (port === null) return;
   const server = http.createServer((req, res) => {

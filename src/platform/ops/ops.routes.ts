@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import type { ForwardedNotice } from "../../lib/client-address.ts";
 import { AppError } from "../../errors.ts";
-import type { Services } from "../../services.ts";
+import type { Metrics } from "./metrics.ts";
 import { metricsAuthorized } from "./metrics-server.ts";
 
 const Details = Type.Object(
@@ -23,7 +23,14 @@ const Details = Type.Object(
   { description: "What an operator should know; never a reason for the status." },
 );
 
-export function opsRoutes(services: Services, state: { closing: boolean; forwarded: ForwardedNotice }): FastifyPluginAsyncTypebox {
+/** What the operations routes read: the schema's state, the metrics' settings and registry. */
+export interface OpsDeps {
+  db: { pendingMigrations(): Promise<string[]> };
+  config: { metrics: { port: number | null; token: string | null } };
+  metrics: Pick<Metrics, "registry">;
+}
+
+export function opsRoutes(services: OpsDeps, state: { closing: boolean; forwarded: ForwardedNotice }): FastifyPluginAsyncTypebox {
   return async (app) => {
     const Status = Type.Object({ status: Type.String({ examples: ["ok"] }) });
     // While the server closes, Fastify itself answers 503 to new requests (return503OnClosing).

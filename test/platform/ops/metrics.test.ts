@@ -2,7 +2,8 @@
 // webhook answers by status, the database pool (PostgreSQL), with labels that never name a store.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { createMetrics, instrumentSandbox } from "../../../src/platform/ops/metrics.ts";
+import { createMetrics } from "../../../src/platform/ops/metrics.ts";
+import { instrumentSandbox } from "../../../src/sandbox/sandbox.metrics.ts";
 import type { RunOutcome, Sandbox } from "../../../src/sandbox/index.ts";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "../../helpers/harness.ts";
 import { deliver, deliverSigned, installPlugin, paymentSetup } from "../../helpers/webhook.ts";

@@ -2,7 +2,7 @@
 // and logs. Indexes follow the list operations: (store, created_at desc, id desc) for the page order, and
 // one per identifier the generic `id` filter matches.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   await db.schema

@@ -1,7 +1,7 @@
 // Payment plugins: installations per store and name (secrets encrypted, enabled flag), every uploaded
 // version kept, and the delivery log of every webhook.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   const blob = ctx.dialect === "postgres" ? sql`bytea` : sql`blob`;

@@ -3,7 +3,7 @@
 // every page's children again (SQLite: a temporary B-tree, about a third of the query); with the whole
 // order in the index it reads them in order.
 import type { Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 const CHILDREN = [
   ["reviews", "reviews_customer"],

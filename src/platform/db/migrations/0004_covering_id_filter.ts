@@ -4,7 +4,7 @@
 // invoice's row for its creation time. With the ids in the branch indexes and (id, store, created_at)
 // indexes, the candidates and their order come from indexes alone, and only the page's rows are read.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 const INDEXES: { name: string; table: string; columns: string[]; replaces?: string }[] = [
   { name: "customers_id_page", table: "customers", columns: ["id", "store_id", "created_at"] },

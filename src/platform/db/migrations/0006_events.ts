@@ -1,7 +1,7 @@
 // Events out (docs/events.md): the event log (outbox) with a per-store sequence number, outbound webhook
 // endpoints, one delivery task per (event, endpoint) claimed by the dispatcher, and every attempt made.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   const real = ctx.dialect === "postgres" ? sql`double precision` : sql`real`;

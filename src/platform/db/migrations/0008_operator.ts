@@ -2,7 +2,7 @@
 // for them every 30 s, so it must not scan every invoice), and the delivery log filtered by outcome,
 // plugin or invoice, each newest first within a store as the list pages them.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 const DELIVERY_INDEXES: { name: string; column: string }[] = [
   { name: "deliveries_store_outcome", column: "outcome" },

@@ -6,7 +6,7 @@
 // the read path assembles from the source tables: never a stale one. Also the indexes of the `status`
 // and `email` filters. See docs/decisions/0005-reads-off-the-money-path.md.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 /**
  * PostgreSQL: how a row of each source table names its customer (`r` is old or new). The triggers lock

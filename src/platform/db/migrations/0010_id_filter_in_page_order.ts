@@ -6,7 +6,7 @@
 // unfiltered page. Writers set the columns (checkout, the seed); this migration fills them for existing
 // rows with the documents' triggers held off, since the read model does not depend on them.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 import { createStaleTriggers } from "./0009_read_model.ts";
 
 const INDEXES: { name: string; table: string; columns: string[] }[] = [

@@ -2,7 +2,7 @@
 // admin token's sessions see every store. A session is stored as the SHA-256 of its cookie value, so a
 // copy of the database does not hold usable cookies.
 import type { Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, _ctx: MigrationContext): Promise<void> {
   await db.schema

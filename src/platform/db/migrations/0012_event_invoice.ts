@@ -2,7 +2,7 @@
 // by invoice, and that filter must be served by an index rather than by parsing every event's JSON.
 // Events written before this migration get theirs from their data (`{ invoice: { id } }`).
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   await db.schema.alterTable("events").addColumn("invoice_id", "text").execute();

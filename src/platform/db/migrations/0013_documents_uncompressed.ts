@@ -9,7 +9,7 @@
 // Documents stored before this migration and compressed are written again, so existing stores read fast
 // at once rather than as their customers change. SQLite never compressed them: nothing to do there.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 const DOCUMENT_TABLES = ["customer_views", "invoice_views"] as const;
 

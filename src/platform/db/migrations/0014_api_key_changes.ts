@@ -4,7 +4,7 @@
 // one notification per statement, whatever it touched. SQLite needs nothing: there another connection's
 // commit moves `PRAGMA data_version`, which the cache checks on every lookup.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   if (ctx.dialect !== "postgres") return;

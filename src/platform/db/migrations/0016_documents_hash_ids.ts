@@ -9,7 +9,7 @@
 // refresh changes only its body, which no index holds, so it stays a HOT update and touches neither index;
 // a new customer or invoice adds one entry more. SQLite has no hash indexes: nothing to do there.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export const DOCUMENT_HASH_INDEXES = { customer_views: "customer_views_id_hash", invoice_views: "invoice_views_id_hash" } as const;
 

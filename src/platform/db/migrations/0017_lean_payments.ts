@@ -16,7 +16,7 @@
 // The rules below are this migration's own copy, frozen with it; the read model's module keeps the list
 // the running code relies on, and a test checks the database's triggers against it.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 type Views = "customer_views" | "invoice_views";
 

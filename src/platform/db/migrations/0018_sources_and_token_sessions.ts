@@ -5,7 +5,7 @@
 //   that token, so it ends when the token is changed or removed. Admin-token sessions from before this
 //   migration cannot be tied to a token and are ended.
 import type { Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 export async function up(db: Kysely<unknown>, _ctx: MigrationContext): Promise<void> {
   await db.schema.alterTable("plugin_installations").addColumn("allowed_sources", "text").execute();

@@ -6,7 +6,7 @@
 //   from old bodies would parse every body of the log, and bodies need not be JSON or even UTF-8;
 // - the response headers of each outbound webhook attempt, beside the body excerpt already kept.
 import { sql, type Kysely } from "kysely";
-import type { MigrationContext } from "../migrate.ts";
+import type { MigrationContext } from "./context.ts";
 
 const DELIVERY_INDEXES: { name: string; column: string }[] = [
   { name: "deliveries_store_event_id", column: "event_id" },

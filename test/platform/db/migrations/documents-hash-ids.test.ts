@@ -10,10 +10,11 @@ import { createCustomersRepository } from "../../../../src/readmodel/customer-do
 import type { PreparedStatement } from "../../../../src/platform/db/database.ts";
 import { DOCUMENT_HASH_INDEXES } from "../../../../src/platform/db/migrations/0016_documents_hash_ids.ts";
 import { createInvoicesRepository } from "../../../../src/readmodel/invoice-documents.ts";
-import { parseListQuery } from "../../../../src/readmodel/list-query.ts";
+import { parseListQuery } from "../../../../src/lib/list-query.ts";
 import { seedStore } from "../../../../src/seed/seed.ts";
 import { createServices } from "../../../../src/services.ts";
 import { freshDatabase, pgSkip } from "../../../helpers/harness.ts";
+import { INVOICE_STATUSES } from "../../../../src/schemas/invoice-statuses.ts";
 
 const UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 
@@ -45,7 +46,7 @@ test("PostgreSQL: an id-filtered page reads its documents through the hash index
       dialect: "postgres" as const,
       prepared: { all: async (statement: PreparedStatement, params: unknown[]) => (captured.push({ statement, params }), []) },
     };
-    const q = parseListQuery({ limit: 100, id: popular.id! });
+    const q = parseListQuery({ limit: 100, id: popular.id! }, INVOICE_STATUSES);
     await createInvoicesRepository(source as never).listPage(storeId, q);
     await createCustomersRepository(source as never).listPage(storeId, q);
     assert.equal(captured.length, 2, "one statement per page on PostgreSQL");

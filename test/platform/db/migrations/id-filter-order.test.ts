@@ -8,9 +8,10 @@ import { sql, type Kysely } from "kysely";
 import { loadConfig } from "../../../../src/config.ts";
 import { openDatabase } from "../../../../src/platform/db/database.ts";
 import { migrateTo } from "../../../../src/platform/db/migrate.ts";
-import { parseListQuery } from "../../../../src/readmodel/list-query.ts";
+import { parseListQuery } from "../../../../src/lib/list-query.ts";
 import { createServices } from "../../../../src/services.ts";
 import { DIALECTS, freshDatabase } from "../../../helpers/harness.ts";
+import { INVOICE_STATUSES } from "../../../../src/schemas/invoice-statuses.ts";
 
 const CUSTOMER_AT = Date.parse("2024-02-01T00:00:00.000Z");
 const INVOICE_AT = Date.parse("2024-03-01T00:00:00.000Z");
@@ -61,11 +62,11 @@ for (const dialect of DIALECTS) {
         const services = await createServices(loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", SECRETS_KEY: randomBytes(32).toString("hex"), READ_THREADS: "0" }));
         try {
           for (const id of ["var_old", "cpn_old"]) {
-            const { invoices } = await services.invoices.list("st_old", parseListQuery({ limit: 10, id }));
+            const { invoices } = await services.invoices.list("st_old", parseListQuery({ limit: 10, id }, INVOICE_STATUSES));
             assert.deepEqual(invoices.map((i) => i.id), ["inv_old"], `invoices with ${id}`);
           }
           for (const id of ["var_old", "cpn_old", "prod_old"]) {
-            const { customers } = await services.customers.list("st_old", parseListQuery({ limit: 10, id }));
+            const { customers } = await services.customers.list("st_old", parseListQuery({ limit: 10, id }, INVOICE_STATUSES));
             assert.deepEqual(customers.map((c) => c.id), ["cus_old"], `customers with ${id}`);
           }
         } finally {

@@ -4,23 +4,18 @@
 // address and port the socket is actually connected to, which is the check that cannot be bypassed. Redirects are followed by hand
 // (at most 3, http and https only) and each hop goes through the same checks; the response size and
 // the time are bounded.
-import { AsyncLocalStorage } from "node:async_hooks";
-import dns from "node:dns";
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
-import type { Dispatcher, buildConnector as BuildConnector } from "undici";
-import { connectionRefusal, createAddressPolicy, type AddressPolicy } from "./address-policy.ts";
-import type { FetchReply, FetchRequest } from "../../sandbox/sandbox.protocol.ts";
-import type { FetchRecord, LookupFunction, SandboxLimits } from "../../sandbox/sandbox.types.ts";
+import type { Dispatcher } from "undici";
+import { createAddressPolicy } from "../platform/outbound/address-policy.ts";
+import { createGuardedLookup, describeOutboundError, guardConnector, isPolicyRefusal, OutboundRefused, portOf } from "../platform/outbound/guarded-connect.ts";
+import type { LookupFunction } from "../platform/outbound/guarded-connect.ts";
+import type { FetchReply, FetchRequest } from "./sandbox.protocol.ts";
+import type { FetchRecord, SandboxLimits } from "./sandbox.types.ts";
 
 const MAX_REDIRECTS = 3;
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-
-class FetchRefused extends Error {}
-
-/** The port a connection is being made to, for the resolution-time check (dns.lookup is not told it). */
-const connectingPort = new AsyncLocalStorage<number>();
 
 export interface FetchContext {
   /** Aborted when the run ends (wall time, kill, pool closed). */
@@ -32,37 +27,6 @@ export interface FetchContext {
 export interface Fetcher {
   fetch(request: FetchRequest, context: FetchContext): Promise<{ reply: FetchReply; record: FetchRecord }>;
   close(): Promise<void>;
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
-
-/** True when `err` (or its cause) is the address policy refusing a destination, not a network failure. */
-export function isPolicyRefusal(err: unknown): boolean {
-  return err instanceof FetchRefused || (err instanceof Error && err.cause instanceof FetchRefused);
-}
-
-/**
- * A dns.lookup for net.connect that checks every address a name resolves to, with the port being connected
- * to (guardConnector provides it), before any connection is opened: a refused name is never connected to.
- */
-export function createGuardedLookup(policy: AddressPolicy, lookup?: LookupFunction) {
-  const resolve: LookupFunction = lookup ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
-  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
-    const family = options.family === 4 || options.family === 6 ? options.family : undefined;
-    // Unknown port (not through guardConnector): only the allow entries without a port apply.
-    const port = connectingPort.getStore();
-    resolve(hostname, { all: true, ...(family ? { family } : {}) }, (err, addresses) => {
-      if (err) return callback(err, []);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
-      if (!policy.hostAllowed(hostname, port)) {
-        for (const a of addresses) {
-          if (policy.refusal(a.address, port) !== null) return callback(new FetchRefused(`${hostname} resolves to ${a.address}, a private or reserved address`), []);
-        }
-      }
-      if (options.all) callback(null, addresses);
-      else callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  };
 }
 
 export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): Fetcher {
@@ -92,7 +56,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       size += buf.length;
       if (size > limits.fetchMaxBytes) {
         body.destroy();
-        throw new FetchRefused(`the response body is larger than ${limits.fetchMaxBytes} bytes`);
+        throw new OutboundRefused(`the response body is larger than ${limits.fetchMaxBytes} bytes`);
       }
       chunks.push(buf);
     }
@@ -177,12 +141,12 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       if (timedOut) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
       if (context.signal.aborted) return { ok: false, error: "fetch aborted: the run ended", responseBytes: 0 };
       if (isPolicyRefusal(err)) {
-        return { ok: false, error: `fetch refused: ${describe(err)}`, responseBytes: 0 };
+        return { ok: false, error: `fetch refused: ${describeOutboundError(err)}`, responseBytes: 0 };
       }
       if ((err as NodeJS.ErrnoException).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
         return { ok: false, error: `fetch refused: the response body is larger than ${limits.fetchMaxBytes} bytes`, responseBytes: 0 };
       }
-      return { ok: false, error: `fetch failed: ${describe(err)}`, responseBytes: 0 };
+      return { ok: false, error: `fetch failed: ${describeOutboundError(err)}`, responseBytes: 0 };
     } finally {
       clearTimeout(timer);
       context.signal.removeEventListener("abort", onRunEnd);
@@ -207,42 +171,4 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     },
     close: () => agent.close(),
   };
-}
-
-/**
- * Wraps a connector so that every new connection is checked against the policy by the address the
- * socket is actually connected to: the check no spelling of a host, DNS answer or proxy can dodge.
- */
-export function guardConnector(connect: BuildConnector.connector, policy: AddressPolicy): BuildConnector.connector {
-  return (options, callback) => {
-    const port = options.port === undefined || options.port === "" ? (options.protocol === "https:" ? 443 : 80) : Number(options.port);
-    // The lookup inside connect() reads the port from here (dns.lookup itself is never told it).
-    connectingPort.run(port, () =>
-      connect(options, (err, socket) => {
-        if (err !== null) return callback(err, null);
-        const refusal = connectionRefusal(policy, options.hostname, socket);
-        if (refusal !== null) {
-          socket.destroy();
-          return callback(new FetchRefused(`connection to ${options.hostname} refused: ${refusal}`), null);
-        }
-        callback(null, socket);
-      }),
-    );
-  };
-}
-
-/** The port a URL connects to: its own, else its scheme's. */
-export function portOf(url: URL): number {
-  return url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
-}
-
-function describe(err: unknown): string {
-  if (err instanceof FetchRefused) return err.message;
-  if (err instanceof Error) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const cause = err.cause instanceof FetchRefused ? err.cause.message : null;
-    if (cause !== null) return cause;
-    return code !== undefined && !err.message.includes(code) ? `${err.message} (${code})` : err.message;
-  }
-  return String(err);
 }

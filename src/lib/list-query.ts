@@ -2,7 +2,6 @@
 // day), the page size, the opaque cursor, the status and e-mail filters. Every failure names the parameter
 // at fault.
 import { AppError } from "../errors.ts";
-import { INVOICE_STATUSES } from "../schemas/invoice-statuses.ts";
 
 export interface ListQueryInput {
   id?: string;
@@ -115,7 +114,8 @@ export function decodeCursor(text: string): Cursor | null {
   return null;
 }
 
-export function parseListQuery(q: ListQueryInput): ListQuery {
+/** `statuses`: the values the status filter takes (the invoice statuses; the caller names them). */
+export function parseListQuery(q: ListQueryInput, statusValues: readonly string[]): ListQuery {
   let from: number | null = null;
   let to: number | null = null;
   if (q.createdAtFrom !== undefined) {
@@ -145,9 +145,9 @@ export function parseListQuery(q: ListQueryInput): ListQuery {
   let statuses: string[] | null = null;
   if (q.status !== undefined) {
     statuses = [...new Set(q.status.split(",").map((s) => s.trim()))];
-    const unknown = statuses.find((s) => !(INVOICE_STATUSES as readonly string[]).includes(s));
+    const unknown = statuses.find((s) => !statusValues.includes(s));
     if (unknown !== undefined) {
-      throw new AppError("invalid_request", `status must be one or more of ${INVOICE_STATUSES.join(", ")}, comma-separated; got "${unknown.slice(0, 64)}"`, {
+      throw new AppError("invalid_request", `status must be one or more of ${statusValues.join(", ")}, comma-separated; got "${unknown.slice(0, 64)}"`, {
         param: "status",
       });
     }
@@ -168,3 +168,11 @@ function badDate(param: string, value: string): AppError {
 }
 
 export const isoTime = (ms: number): string => new Date(ms).toISOString();
+
+/** A page of rows fetched with one extra (limit + 1): the page, and the cursor after it when there is more. */
+export function takePage<T extends { created_at: number; id: string }>(rows: T[], limit: number): { page: T[]; next: Cursor | null } {
+  if (rows.length <= limit) return { page: rows, next: null };
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1]!;
+  return { page, next: { createdAt: last.created_at, id: last.id } };
+}
