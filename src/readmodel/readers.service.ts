@@ -1,5 +1,5 @@
-// The list operations' pages, built off the thread that accepts and answers webhooks (issue 12.1, decision
-// 0003). Reader threads each hold their own database connection and answer with the page's JSON bytes;
+// The list operations' pages, built off the thread that accepts and answers webhooks (decision 0005).
+// Reader threads each hold their own database connection and answer with the page's JSON bytes;
 // the main thread passes the request in and the bytes out. With no threads (READ_THREADS=0, or an
 // in-memory SQLite database that other connections cannot see) the same code runs on the main thread.
 import { Worker } from "node:worker_threads";
