@@ -35,6 +35,8 @@ const { values: args } = parseArgs({
 });
 const root = path.resolve(args.root);
 const fromRoot = (file: string) => pathToFileURL(path.join(root, "src", file)).href;
+/** The followers' loops, stopped before the database closes (else each pass fails on a closed driver). */
+const followerLoops: { stop?: () => Promise<void> }[] = [];
 const send = (message: ServerMessage) => process.send!(message);
 
 const { createServices } = (await import(fromRoot("services.ts"))) as typeof ServicesModule;
@@ -97,10 +99,12 @@ try {
 async function startBackgroundWork(s: Awaited<ReturnType<typeof createServices>>): Promise<void> {
   s.dispatcher.start((err) => process.stderr.write(`dispatch error: ${String(err)}\n`));
   // What `serve` runs after commits (the read model's projector, the events' sequencer), where the version has it.
-  // Where the version keeps it: src/followers.ts since the house layout, src/followers.ts before.
+  // Where the version keeps it: src/followers.ts since the house layout, src/ops/followers.ts before.
   const followers = (await import(fromRoot("followers.ts")).catch(() => import(fromRoot("ops/followers.ts"))).catch(() => null)) as { startFollowers?: (services: unknown, log: { error(obj: unknown, msg: string): void }) => unknown } | null;
-  followers?.startFollowers?.(s, { error: (obj, msg) => process.stderr.write(`${msg}: ${String((obj as { err?: unknown }).err)}\n`) });
+  const loops = followers?.startFollowers?.(s, { error: (obj, msg) => process.stderr.write(`${msg}: ${String((obj as { err?: unknown }).err)}\n`) });
+  if (Array.isArray(loops)) followerLoops.push(...(loops as { stop?: () => Promise<void> }[]));
 }
+
 
 /**
  * --plain-ts: the plain-TypeScript store's runs go to plugin.ts's TypeScript version of the plugin instead
@@ -141,6 +145,7 @@ async function stop(code: number): Promise<void> {
   force.unref();
   try {
     await app.close();
+    await Promise.all(followerLoops.map((loop) => loop.stop?.()));
     await services.close();
   } finally {
     await database.drop().catch(() => {});
