@@ -80,7 +80,7 @@ for (const { name: dialect, skip } of DIALECTS) {
       const customer = await h.customer(store.id);
       const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
       expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/invoices/${invoice.id}/cancel`, {}), 200);
-      // The retries ran out: the delivery failed for good (the schedule itself is tested in events.test.ts).
+      // The retries ran out: the delivery failed for good (the schedule itself is tested in events.delivery.test.ts).
       await sql`update event_deliveries set status = 'failed' where endpoint_id = ${ep.id}`.execute(h.services.db.kysely);
       const early = await h.admin("POST", path(ep.id, "/recover"), { since: new Date(h.clock.now() + 60_000).toISOString() });
       assert.deepEqual(early.json(), { recovered: 0, more: false }, "nothing failed after that time");

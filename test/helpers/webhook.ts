@@ -57,3 +57,9 @@ export async function invoiceView(h: Harness, key: string, invoiceId: string) {
   if (!inv) throw new Error(`invoice ${invoiceId} not listed`);
   return inv;
 }
+
+/** The environment of the payment-webhook suites: a tight plugin budget, and a webhook rate limit that never interferes. */
+export const WEBHOOK_SUITE_ENV: Record<string, string> = { PLUGIN_WALL_MS: "1500", PLUGIN_CPU_MS: "200", WEBHOOK_RATE_LIMIT_MAX: "100000" };
+
+/** The error envelope's `error` of a response. */
+export const errorOf = (r: { json: <T>() => T }) => r.json<{ error: Record<string, unknown> }>().error;

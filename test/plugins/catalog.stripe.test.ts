@@ -41,7 +41,7 @@ for (const dialect of DIALECTS) {
       const { store, invoice } = await setup();
       const body = JSON.stringify(sampleEvent<Event>("stripe", "checkout-session-completed", invoice.id));
       const header = sign(body);
-      assert.ok(stripe.webhooks.constructEvent(body, header, SECRET), "the stripe package accepts its own header");
+      assert.equal(stripe.webhooks.constructEvent(body, header, SECRET).type, "checkout.session.completed", "the stripe package accepts its own header");
       const r = await deliver(store.id, body, header);
       expectStatus(r, 200);
       assert.deepEqual(r.json(), { status: "pushInvoice", invoiceId: invoice.id });

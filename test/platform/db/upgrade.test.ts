@@ -71,13 +71,18 @@ for (const dialect of DIALECTS) {
       const database = await freshDatabase(dialect.name);
       try {
         await migratedTo(database.url, OLD);
+        const spawned = performance.now();
         const server = await startServer({ DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "info" });
         await server.stop();
+        const lifetime = performance.now() - spawned;
         const lines = server.output().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
         const applied = lines.filter((l) => typeof l.migration === "string");
         const expected = MIGRATION_FILES.map((f) => f.replace(/\.ts$/, "")).filter((name) => name > OLD);
         assert.deepEqual(applied.map((l) => l.migration), expected, server.output());
-        for (const l of applied) assert.ok(typeof l.durationMs === "number" && l.durationMs >= 0, `a duration: ${JSON.stringify(l)}`);
+        for (const l of applied) assert.ok(Number.isInteger(l.durationMs), `a duration in whole milliseconds: ${JSON.stringify(l)}`);
+        // Measured by the server, in milliseconds: together they fit in the time the server lived (an order, not a bound).
+        const total = applied.reduce((sum, l) => sum + (l.durationMs as number), 0);
+        assert.ok(total <= lifetime, `the migrations took ${total} ms of a server that lived ${Math.round(lifetime)} ms`);
         const pending = lines.find((l) => Array.isArray(l.pending));
         assert.deepEqual(pending?.pending, expected, "the migrations about to run are named before they run");
         assert.ok(lines.some((l) => l.schema === LATEST), "the schema version it serves is logged");
