@@ -6,19 +6,20 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { adminRoutes } from "./admin/admin.routes.ts";
 import { consoleRoutes, isConsolePath, setConsoleSecurityHeaders } from "./console/console.routes.ts";
 import { customersRoutes } from "./customers/customers.routes.ts";
 import { CustomerSchema } from "./schemas/customers.schemas.ts";
 import { AppError, type ErrorCode, errorBody } from "./errors.ts";
+import type { Config } from "./config.ts";
 import { CustomerInvoiceSchema, InvoiceSchema } from "./schemas/invoices.schemas.ts";
 import { invoicesRoutes } from "./invoices/invoices.routes.ts";
 import { isDatabaseUnavailable } from "./platform/db/db-errors.ts";
 import { lazySchemaCompilers } from "./lib/lazy-schema-compilers.ts";
 import { assertStorable } from "./lib/input-guard.ts";
 import { requirePlainIntegers } from "./lib/strict-numbers.ts";
-import { createForwardedNotice, trustFunction } from "./lib/client-address.ts";
+import { createForwardedNotice, type ForwardedNotice, trustFunction } from "./lib/client-address.ts";
 import { ErrorSchema } from "./schemas/common.schemas.ts";
 import { completeOpenApi } from "./platform/ops/openapi.ts";
 import { OPENAPI_EXAMPLES, REQUEST_EXAMPLES } from "./platform/ops/openapi.examples.ts";
@@ -53,40 +54,45 @@ export interface AppOptions {
   loggerInstance?: FastifyBaseLogger;
 }
 
+/** What the hooks and the probes share: whether shutdown has started, and the untrusted-proxy notice. */
+interface AppState {
+  closing: boolean;
+  forwarded: ForwardedNotice;
+}
+
+type App = ReturnType<typeof createServer>;
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
+  const app = createServer(config, options);
+  const state: AppState = { closing: false, forwarded: createForwardedNotice(config.trustProxy) };
+  // In this order: hooks run in the order they are added.
+  installShutdownAndSecurityHeaders(app, state);
+  documentCommonStatuses(app, config);
+  addSharedSchemas(app);
+  installRequestHooks(app, services, state);
+  installErrorHandlers(app);
+  await registerRateLimit(app);
+  await registerOpenApi(app, config);
+  await registerRoutes(app, services, state);
+  return app;
+}
+
+/** The server itself: logging, request ids, parsing, the router's own errors, and the limits on slow clients. */
+function createServer(config: Readonly<Config>, options: AppOptions) {
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { level: config.logLevel } }),
     // One line per request, when it is answered; the probes' at debug.
     logController: new RequestLogController(),
     trustProxy: trustFunction(config.trustProxy),
     bodyLimit: 1024 * 1024,
-    // A provider's own x-request-id is kept when it is sane, so logs can be joined across systems.
-    genReqId: (req) => {
-      const incoming = req.headers["x-request-id"];
-      return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
+    genReqId: requestIdOf,
     // Unknown query parameters are an error (README, "The read API"), not silently dropped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
     // Each route's schemas are compiled on its first request, not all at start-up (time to ready, memory).
     schemaController: { compilersFactory: lazySchemaCompilers() },
     return503OnClosing: true,
-    // A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
-    // and the version header.
-    frameworkErrors: (error, request, reply) => {
-      const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
-      const { status, code, message } = tooLong
-        ? { status: 414, code: "uri_too_long" as const, message: "A path parameter is longer than 100 characters" }
-        : toErrorResponse(error);
-      if (status >= 500) request.log.error({ err: error }, "request failed");
-      if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply as FastifyReply);
-      void (reply as FastifyReply)
-        .code(status)
-        .header("x-request-id", request.id)
-        .header(VERSION_HEADER, currentVersion().version)
-        .send(errorBody(code, message, request.id));
-    },
+    frameworkErrors: (error, request, reply) => answerFrameworkError(error, request as FastifyRequest, reply as FastifyReply),
     // Slow clients (slowloris, stalled bodies, silent connections) are closed; see config.http.
     requestTimeout: config.http.requestTimeoutMs,
     connectionTimeout: config.http.idleTimeoutMs,
@@ -99,10 +105,34 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = config.http.maxConnections;
+  return app;
+}
 
-  // Failed sign-ins are limited per address: API keys and the admin token, and METRICS_TOKEN when it is set.
-  const guardsSignIn = (url: string) => guardsApiSignIn(url) || (config.metrics.token !== null && url.split("?")[0] === "/metrics");
-  const state = { closing: false, forwarded: createForwardedNotice(config.trustProxy) };
+/** A provider's own x-request-id is kept when it is sane, so logs can be joined across systems. */
+function requestIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const incoming = req.headers["x-request-id"];
+  return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+/**
+ * A URL the router cannot decode is answered before any hook runs: still the envelope, the request id
+ * and the version header.
+ */
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+  const { status, code, message } = tooLong
+    ? { status: 414, code: "uri_too_long" as const, message: "A path parameter is longer than 100 characters" }
+    : toErrorResponse(error);
+  if (status >= 500) request.log.error({ err: error }, "request failed");
+  if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply);
+  void reply
+    .code(status)
+    .header("x-request-id", request.id)
+    .header(VERSION_HEADER, currentVersion().version)
+    .send(errorBody(code, message, request.id));
+}
+
+function installShutdownAndSecurityHeaders(app: App, state: AppState): void {
   app.addHook("preClose", async () => {
     state.closing = true;
   });
@@ -112,9 +142,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     if (state.closing) reply.header("connection", "close");
     if (isConsolePath(request.url)) setConsoleSecurityHeaders(reply);
   });
+}
 
-  // Statuses any route can answer, whatever it declares: 500 (a bug), 503 (database unreachable), 429 and
-  // 414 where they apply. Declared here once so that /openapi.json lists every status a route answers.
+/**
+ * Statuses any route can answer, whatever it declares: 500 (a bug), 503 (database unreachable), 429 and
+ * 414 where they apply. Declared here once so that /openapi.json lists every status a route answers.
+ */
+function documentCommonStatuses(app: App, config: Readonly<Config>): void {
+  // Failed sign-ins are limited per address: API keys and the admin token, and METRICS_TOKEN when it is set.
+  const guardsSignIn = (url: string) => guardsApiSignIn(url) || (config.metrics.token !== null && url.split("?")[0] === "/metrics");
   app.addHook("onRoute", (route) => {
     const schema = route.schema as { response?: Record<string, unknown>; hide?: boolean } | undefined;
     if (!schema?.response || schema.hide) return;
@@ -125,14 +161,16 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     if (route.url.startsWith("/api/admin")) statuses.push(403);
     for (const status of statuses) schema.response[status] ??= Type.Ref("Error");
   });
-  app.addSchema(ErrorSchema);
-  app.addSchema(CustomerInvoiceSchema);
-  app.addSchema(InvoiceSchema);
-  app.addSchema(CustomerSchema);
-  app.addSchema(EventSchema);
-  app.addSchema(InvoiceEventSchema);
-  app.addSchema(DeliveryFailedEventSchema);
+}
 
+/** Schemas routes refer to by $ref, listed once under components.schemas. */
+function addSharedSchemas(app: App): void {
+  for (const schema of [ErrorSchema, CustomerInvoiceSchema, InvoiceSchema, CustomerSchema, EventSchema, InvoiceEventSchema, DeliveryFailedEventSchema]) app.addSchema(schema);
+}
+
+/** Every request: its id, the untrusted-proxy warning, the input guards, the API version, and its metrics. */
+function installRequestHooks(app: App, services: Services, state: AppState): void {
+  const { config } = services;
   app.addHook("onRequest", async (request, reply) => {
     request.apiKey = null;
     reply.header("x-request-id", request.id);
@@ -155,7 +193,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     services.metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
     services.metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
   });
+}
 
+/** Whatever a route throws, and a path no route has, is answered in the one error envelope. */
+function installErrorHandlers(app: App): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const { status, code, message, extra } = toErrorResponse(error);
     if (status >= 500 && status !== 503) request.log.error({ err: error }, "request failed");
@@ -168,13 +209,19 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(errorBody("not_found", `No route ${request.method} ${request.url.split("?")[0]}`, request.id)),
   );
+}
 
+/** Off by default: the routes that are limited say so, each with its own limit. */
+async function registerRateLimit(app: App): Promise<void> {
   await app.register(fastifyRateLimit, {
     global: false,
     errorResponseBuilder: (_request, context) =>
       new AppError("rate_limited", `Rate limit exceeded: ${context.max} requests per ${context.after === "" ? "window" : "window; retry in " + context.after}`),
   });
+}
 
+/** /openapi.json and the /docs page. */
+async function registerOpenApi(app: App, config: Readonly<Config>): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: "3.1.0",
@@ -184,18 +231,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         description: "Customer and invoice read API, payment-plugin webhooks and administration of a storefront commerce service.",
         license: { name: "MIT", identifier: "MIT" },
       },
-      components: {
-        securitySchemes: {
-          apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "A store's API key, raw or as `Bearer <key>`." },
-          adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
-          consoleSession: {
-            type: "apiKey",
-            in: "cookie",
-            name: "storefront_session",
-            description: "The console's session (POST /console/api/session). Writes also need x-csrf-token; a console login reaches only its own stores.",
-          },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
     // operationIds, public routes' security, response descriptions, servers, examples: src/platform/ops/openapi.ts.
@@ -214,7 +250,22 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", theme: { title: "storefront API" }, logo: STOREFRONT_LOGO });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+}
 
+/** How a caller signs in: a store's API key, the admin token, or the console's session. */
+const SECURITY_SCHEMES = {
+  apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "A store's API key, raw or as `Bearer <key>`." },
+  adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
+  consoleSession: {
+    type: "apiKey",
+    in: "cookie",
+    name: "storefront_session",
+    description: "The console's session (POST /console/api/session). Writes also need x-csrf-token; a console login reaches only its own stores.",
+  },
+} as const;
+
+async function registerRoutes(app: App, services: Services, state: AppState): Promise<void> {
+  const { config } = services;
   await app.register(opsRoutes(services, state));
   serveMetricsOnOwnPort(app, config, services.metrics);
   await app.register(customersRoutes(services), { prefix: `/api/${config.apiNamespace}` });
@@ -223,8 +274,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(adminRoutes(services), { prefix: "/api/admin" });
   await app.register(webhookRoutes(services), { prefix: "/api" });
   await app.register(consoleRoutes(services), { prefix: "/console" });
-
-  return app;
 }
 
 interface ErrorResponse {

@@ -105,8 +105,42 @@ export interface LoadOptions {
 }
 
 export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
-  const problems: string[] = [];
+  const read = envReader(env);
+  // Section by section in this order, so that the list names the problems in the order it always has.
+  const server = readServer(read);
+  const storage = readDatabase(read);
+  const access = readAccess(read);
+  const logging = readLogging(read);
+  const metrics = readMetrics(read, server.port);
+  const pool = readPluginPool(read);
+  const http = readHttpLimits(read, pool.wallMs);
+  const consoleStreams = readConsoleStreams(read, http);
+  const trustProxy = readTrustProxy(read);
+  const limits = readRequestLimits(read);
+  const events = readEvents(read);
+  const reading = readReadPath(read);
+  const consoleSessionIdleMinutes = read.int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720);
+  const plugin = readPluginLimits(read, pool);
+  checkEndpointAllow(read, events.endpointAllow);
 
+  const config: Config = { ...server, ...storage, ...access, ...logging, metrics, ...limits, events, trustProxy, http, ...reading, consoleSessionIdleMinutes, consoleStreams, plugin };
+  const relevant = options.listening === false ? read.problems.filter((p) => !LISTENING.test(p)) : read.problems;
+  if (relevant.length > 0) throw new ConfigError(relevant);
+  return deepFreeze(config);
+}
+
+/** Reads variables with their defaults; a value out of shape is noted in `problems` (and the default kept). */
+interface EnvReader {
+  env: Env;
+  problems: string[];
+  str(name: string, fallback: string): string;
+  int(name: string, fallback: number, min: number, max: number): number;
+  /** Comma-separated, blanks dropped. */
+  list(name: string): string[];
+}
+
+function envReader(env: Env): EnvReader {
+  const problems: string[] = [];
   const str = (name: string, fallback: string): string => {
     const v = env[name];
     return v === undefined || v === "" ? fallback : v;
@@ -122,11 +156,20 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     if (n < min || n > max) problems.push(`${name} must be between ${min} and ${max}, got ${n}`);
     return n;
   };
+  const list = (name: string): string[] =>
+    str(name, "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+  return { env, problems, str, int, list };
+}
 
-  const port = int("PORT", 3000, 0, 65535);
-  const host = str("HOST", "127.0.0.1");
+function readServer(read: EnvReader): Pick<Config, "port" | "host"> {
+  return { port: read.int("PORT", 3000, 0, 65535), host: read.str("HOST", "127.0.0.1") };
+}
 
-  const databaseUrl = str("DATABASE_URL", "sqlite:./data/storefront.db");
+function readDatabase(read: EnvReader): Pick<Config, "databaseUrl" | "database" | "dataDir"> {
+  const databaseUrl = read.str("DATABASE_URL", "sqlite:./data/storefront.db");
   let database: Config["database"] = { kind: "sqlite", file: "./data/storefront.db" };
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     try {
@@ -134,21 +177,26 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       database = { kind: "postgres", url: databaseUrl };
       // PostgreSQL would pick a database itself (the user's name), and the service would create its tables there.
       if (decodeURIComponent(url.pathname.replace(/^\//, "")) === "") {
-        problems.push(`DATABASE_URL names no database: add its name to the path (postgres://${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.host}/storefront)`);
+        read.problems.push(`DATABASE_URL names no database: add its name to the path (postgres://${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.host}/storefront)`);
       }
     } catch {
-      problems.push(`DATABASE_URL is not a valid URL`);
+      read.problems.push(`DATABASE_URL is not a valid URL`);
     }
   } else if (databaseUrl.startsWith("sqlite:")) {
     const file = databaseUrl.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
-    if (file === "") problems.push(`DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/storefront.db`);
+    if (file === "") read.problems.push(`DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/storefront.db`);
     database = { kind: "sqlite", file };
   } else {
-    problems.push(`DATABASE_URL must start with sqlite: or postgres://, got "${databaseUrl}"`);
+    read.problems.push(`DATABASE_URL must start with sqlite: or postgres://, got "${databaseUrl}"`);
   }
   const dataDir = database.kind === "sqlite" && database.file !== ":memory:" ? path.dirname(path.resolve(database.file)) : path.resolve("./data");
+  return { databaseUrl, database, dataDir };
+}
 
-  const apiNamespace = str("API_NAMESPACE", "service");
+/** The read API's path segment, and the secrets: the admin token and the key that encrypts plugin secrets. */
+function readAccess(read: EnvReader): Pick<Config, "apiNamespace" | "adminToken" | "secretsKey"> {
+  const { env, problems } = read;
+  const apiNamespace = read.str("API_NAMESPACE", "service");
   if (!/^[a-z0-9][a-z0-9-]{0,62}$/i.test(apiNamespace)) {
     problems.push(`API_NAMESPACE must be one path segment of letters, digits and dashes, got "${apiNamespace}"`);
   } else if (["admin", "paymentPlugins"].includes(apiNamespace)) {
@@ -162,70 +210,89 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
   if (secretsKey !== null && !isValidSecretsKey(secretsKey)) {
     problems.push(`SECRETS_KEY must be 32 bytes as 64 hex characters or base64`);
   }
+  return { apiNamespace, adminToken, secretsKey };
+}
 
-  const logLevel = str("LOG_LEVEL", "info") as Config["logLevel"];
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+function readLogging(read: EnvReader): Pick<Config, "logLevel" | "logFormat"> {
+  const logLevel = read.str("LOG_LEVEL", "info") as Config["logLevel"];
+  if (!LOG_LEVELS.includes(logLevel)) read.problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
 
-  const logFormatText = str("LOG_FORMAT", "");
+  const logFormatText = read.str("LOG_FORMAT", "");
   const logFormat = logFormatText === "" ? null : (logFormatText as LogFormat);
-  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be pretty or json (unset: pretty on a terminal outside production, else json), got "${logFormatText}"`);
+  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) read.problems.push(`LOG_FORMAT must be pretty or json (unset: pretty on a terminal outside production, else json), got "${logFormatText}"`);
+  return { logLevel, logFormat };
+}
 
-  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? null : int("METRICS_PORT", 0, 1, 65535);
+function readMetrics(read: EnvReader, port: number): Config["metrics"] {
+  const { env, problems } = read;
+  const metricsPort = env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? null : read.int("METRICS_PORT", 0, 1, 65535);
   if (metricsPort !== null && metricsPort === port) problems.push(`METRICS_PORT must differ from PORT (${port}); unset it to serve /metrics on PORT`);
   const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
   if (metricsToken !== null && metricsToken.length < 16) problems.push(`METRICS_TOKEN must be at least 16 characters`);
+  return { port: metricsPort, token: metricsToken };
+}
 
-  const list = (name: string): string[] =>
-    str(name, "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-  const poolSize = int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256);
+/** What the HTTP limits are checked against, so read before them: the pool's size, its reach, a run's wall clock. */
+interface PluginPool {
+  poolSize: number;
+  fetchAllow: string[];
+  wallMs: number;
+}
 
-  const fetchAllow = list("PLUGIN_FETCH_ALLOW");
+function readPluginPool(read: EnvReader): PluginPool {
+  const poolSize = read.int("PLUGIN_POOL_SIZE", os.availableParallelism(), 1, 256);
+  const fetchAllow = read.list("PLUGIN_FETCH_ALLOW");
   try {
     createAddressPolicy(fetchAllow); // the same parse the sandbox does: a bad entry stops start-up here
   } catch (err) {
-    problems.push(err instanceof RangeError ? err.message : `PLUGIN_FETCH_ALLOW: ${String(err)}`);
+    read.problems.push(err instanceof RangeError ? err.message : `PLUGIN_FETCH_ALLOW: ${String(err)}`);
   }
+  return { poolSize, fetchAllow, wallMs: read.int("PLUGIN_WALL_MS", 10_000, 10, 300_000) };
+}
 
-  const pluginWallMs = int("PLUGIN_WALL_MS", 10_000, 10, 300_000);
+function readHttpLimits(read: EnvReader, pluginWallMs: number): HttpLimitsConfig {
   const http: HttpLimitsConfig = {
-    headersTimeoutMs: int("HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
-    requestTimeoutMs: int("HTTP_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    headersTimeoutMs: read.int("HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
+    requestTimeoutMs: read.int("HTTP_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
     // Longer than the 60 s after which common proxies drop idle upstream connections (Fastify's keep-alive default).
-    idleTimeoutMs: int("HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
-    maxConnections: int("HTTP_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+    idleTimeoutMs: read.int("HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
+    maxConnections: read.int("HTTP_MAX_CONNECTIONS", 1000, 1, 1_000_000),
   };
-  if (http.headersTimeoutMs > http.requestTimeoutMs) problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not be longer than HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
+  if (http.headersTimeoutMs > http.requestTimeoutMs) read.problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not be longer than HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
   // A webhook waits silently for its plugin: the idle timeout must not cut it off.
-  if (http.idleTimeoutMs <= pluginWallMs) problems.push(`HTTP_IDLE_TIMEOUT_MS (${http.idleTimeoutMs}) must be longer than PLUGIN_WALL_MS (${pluginWallMs})`);
+  if (http.idleTimeoutMs <= pluginWallMs) read.problems.push(`HTTP_IDLE_TIMEOUT_MS (${http.idleTimeoutMs}) must be longer than PLUGIN_WALL_MS (${pluginWallMs})`);
+  return http;
+}
 
-  // An open stream holds a connection for as long as the page is open: the console may take a share of
-  // HTTP_MAX_CONNECTIONS, never so much that webhooks find none left.
+/**
+ * An open stream holds a connection for as long as the page is open: the console may take a share of
+ * HTTP_MAX_CONNECTIONS, never so much that webhooks find none left.
+ */
+function readConsoleStreams(read: EnvReader, http: HttpLimitsConfig): Config["consoleStreams"] {
   const streamsCeiling = Math.max(1, Math.floor(http.maxConnections / 2));
   const consoleStreams = {
-    perSession: int("CONSOLE_STREAMS_PER_SESSION", 4, 1, 1000),
-    max: int("CONSOLE_STREAMS_MAX", Math.max(1, Math.floor(http.maxConnections / 4)), 1, 1_000_000),
+    perSession: read.int("CONSOLE_STREAMS_PER_SESSION", 4, 1, 1000),
+    max: read.int("CONSOLE_STREAMS_MAX", Math.max(1, Math.floor(http.maxConnections / 4)), 1, 1_000_000),
   };
-  if (consoleStreams.max > streamsCeiling) problems.push(`CONSOLE_STREAMS_MAX (${consoleStreams.max}) must be at most half of HTTP_MAX_CONNECTIONS (${streamsCeiling}): the rest is kept for webhooks and the API`);
+  if (consoleStreams.max > streamsCeiling) read.problems.push(`CONSOLE_STREAMS_MAX (${consoleStreams.max}) must be at most half of HTTP_MAX_CONNECTIONS (${streamsCeiling}): the rest is kept for webhooks and the API`);
+  return consoleStreams;
+}
 
-  const trustProxyParsed = parseTrustProxy(env.TRUST_PROXY);
-  if ("problem" in trustProxyParsed) problems.push(trustProxyParsed.problem);
-  const trustProxy: TrustProxy = "value" in trustProxyParsed ? trustProxyParsed.value : { kind: "none" };
+function readTrustProxy(read: EnvReader): TrustProxy {
+  const parsed = parseTrustProxy(read.env.TRUST_PROXY);
+  if ("problem" in parsed) read.problems.push(parsed.problem);
+  return "value" in parsed ? parsed.value : { kind: "none" };
+}
 
-  const config: Config = {
-    port,
-    host,
-    databaseUrl,
-    database,
-    dataDir,
-    apiNamespace,
-    adminToken,
-    secretsKey,
-    logLevel,
-    logFormat,
-    metrics: { port: metricsPort, token: metricsToken },
+type RequestLimits = Pick<
+  Config,
+  "rateLimit" | "webhookRateLimit" | "webhookUnverifiedLimit" | "authFailureLimit" | "deliveryUnverifiedBodyBytes" | "deliveryStoreMaxBytes" | "webhookBodyLimitBytes" | "deliveryRetentionDays" | "invoicePaymentWindowMinutes"
+>;
+
+/** Rate limits, webhook bodies and the delivery log's size, how long deliveries and pending invoices last. */
+function readRequestLimits(read: EnvReader): RequestLimits {
+  const { int } = read;
+  return {
     rateLimit: { max: int("RATE_LIMIT_MAX", 600, 1, 1e9), windowMs: int("RATE_LIMIT_WINDOW_MS", 60_000, 1000, 86_400_000) },
     webhookRateLimit: {
       max: int("WEBHOOK_RATE_LIMIT_MAX", 1200, 1, 1e9),
@@ -244,47 +311,55 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     webhookBodyLimitBytes: int("WEBHOOK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     deliveryRetentionDays: int("DELIVERY_RETENTION_DAYS", 30, 0, 3650),
     invoicePaymentWindowMinutes: int("INVOICE_PAYMENT_WINDOW_MINUTES", 60, 0, 525_600),
-    events: {
-      retentionDays: int("EVENT_RETENTION_DAYS", 30, 0, 3650),
-      endpointAllow: list("ENDPOINT_ALLOW"),
-      dispatchConcurrency: int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
-    },
-    trustProxy,
-    http,
-    // One core is left to the thread that answers webhooks.
-    readThreads: int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
-    readThreadsNice: int("READ_THREADS_NICE", 10, 0, 19),
-    readYieldMaxMs: int("READ_YIELD_MAX_MS", 50, 0, 10_000),
-    apiKeyCacheSeconds: int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
-    consoleSessionIdleMinutes: int("CONSOLE_SESSION_IDLE_MINUTES", 60, 1, 720),
-    consoleStreams,
-    plugin: {
-      poolSize,
-      // One store's runs occupy at most this many workers; the rest stay free for other stores.
-      maxConcurrentPerStore: int("PLUGIN_MAX_CONCURRENT_PER_STORE", Math.max(1, poolSize - 1), 1, 256),
-      maxQueuedPerStore: int("PLUGIN_MAX_QUEUED_PER_STORE", 50, 0, 100_000),
-      cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),
-      wallMs: pluginWallMs,
-      memoryBytes: int("PLUGIN_MEMORY_MB", 32, 1, 1024) * 1024 * 1024,
-      maxFetches: int("PLUGIN_MAX_FETCHES", 10, 0, 1000),
-      fetchTimeoutMs: int("PLUGIN_FETCH_TIMEOUT_MS", 5_000, 1, 300_000),
-      fetchMaxBytes: int("PLUGIN_FETCH_MAX_BYTES", 1024 * 1024, 1, 256 * 1024 * 1024),
-      maxLogLines: int("PLUGIN_MAX_LOG_LINES", 100, 0, 100_000),
-      maxLogBytes: int("PLUGIN_MAX_LOG_BYTES", 2048, 1, 1024 * 1024),
-      maxResultBytes: int("PLUGIN_MAX_RESULT_BYTES", 64 * 1024, 64, 16 * 1024 * 1024),
-      fetchAllow,
-    },
   };
+}
 
+function readEvents(read: EnvReader): Config["events"] {
+  return {
+    retentionDays: read.int("EVENT_RETENTION_DAYS", 30, 0, 3650),
+    endpointAllow: read.list("ENDPOINT_ALLOW"),
+    dispatchConcurrency: read.int("EVENT_DISPATCH_CONCURRENCY", 32, 1, 1024),
+  };
+}
+
+/** ENDPOINT_ALLOW takes PLUGIN_FETCH_ALLOW's entries: the same parse, its own name in the problem. */
+function checkEndpointAllow(read: EnvReader, endpointAllow: string[]): void {
   try {
-    createAddressPolicy(config.events.endpointAllow);
+    createAddressPolicy(endpointAllow);
   } catch (err) {
-    problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
+    read.problems.push(`ENDPOINT_ALLOW: ${err instanceof Error ? err.message.replace(/^PLUGIN_FETCH_ALLOW: /, "") : String(err)}`);
   }
+}
 
-  const relevant = options.listening === false ? problems.filter((p) => !LISTENING.test(p)) : problems;
-  if (relevant.length > 0) throw new ConfigError(relevant);
-  return deepFreeze(config);
+/** The read API's threads, how long a page gives way to webhooks, how long an API key is remembered. */
+function readReadPath(read: EnvReader): Pick<Config, "readThreads" | "readThreadsNice" | "readYieldMaxMs" | "apiKeyCacheSeconds"> {
+  return {
+    // One core is left to the thread that answers webhooks.
+    readThreads: read.int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
+    readThreadsNice: read.int("READ_THREADS_NICE", 10, 0, 19),
+    readYieldMaxMs: read.int("READ_YIELD_MAX_MS", 50, 0, 10_000),
+    apiKeyCacheSeconds: read.int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
+  };
+}
+
+function readPluginLimits(read: EnvReader, pool: PluginPool): PluginLimitsConfig {
+  const { int } = read;
+  return {
+    poolSize: pool.poolSize,
+    // One store's runs occupy at most this many workers; the rest stay free for other stores.
+    maxConcurrentPerStore: int("PLUGIN_MAX_CONCURRENT_PER_STORE", Math.max(1, pool.poolSize - 1), 1, 256),
+    maxQueuedPerStore: int("PLUGIN_MAX_QUEUED_PER_STORE", 50, 0, 100_000),
+    cpuMs: int("PLUGIN_CPU_MS", 250, 1, 60_000),
+    wallMs: pool.wallMs,
+    memoryBytes: int("PLUGIN_MEMORY_MB", 32, 1, 1024) * 1024 * 1024,
+    maxFetches: int("PLUGIN_MAX_FETCHES", 10, 0, 1000),
+    fetchTimeoutMs: int("PLUGIN_FETCH_TIMEOUT_MS", 5_000, 1, 300_000),
+    fetchMaxBytes: int("PLUGIN_FETCH_MAX_BYTES", 1024 * 1024, 1, 256 * 1024 * 1024),
+    maxLogLines: int("PLUGIN_MAX_LOG_LINES", 100, 0, 100_000),
+    maxLogBytes: int("PLUGIN_MAX_LOG_BYTES", 2048, 1, 1024 * 1024),
+    maxResultBytes: int("PLUGIN_MAX_RESULT_BYTES", 64 * 1024, 64, 16 * 1024 * 1024),
+    fetchAllow: pool.fetchAllow,
+  };
 }
 
 /** The database for a person: the SQLite file, or PostgreSQL's host, port and database name (never the login). */

@@ -1,11 +1,14 @@
-// `storefront deliveries list|tail`: the delivery log searched by outcome, plugin, invoice and time, and
-// followed as new deliveries arrive (polling the database), with the same filters as the admin API.
+// `storefront deliveries …`: one delivery shown or replayed, old ones pruned, and the log searched by
+// outcome, plugin, invoice and time (`list`) and followed as new deliveries arrive (`tail`, polling the
+// database), with the same filters as the admin API.
 import { InvalidArgumentError, type Command } from "commander";
 import { followDeliveries } from "../payments/deliveries.follow.ts";
 import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
 import type { DeliverySummary } from "../payments/deliveries.repository.ts";
 import { encodeCursor } from "../lib/list-query.ts";
-import { emit, printTable, withServices } from "./context.ts";
+import { AppError } from "../errors.ts";
+import { replayView } from "../payments/payment-views.ts";
+import { emit, type JsonOption, printJson, printTable, withServices } from "./context.ts";
 
 const COLUMNS = ["id", "createdAt", "pluginName", "pluginVersion", "outcome", "responseStatus", "invoiceId", "transition", "durationMs"];
 
@@ -44,6 +47,39 @@ function line(d: DeliverySummary): string {
   return `${d.createdAt}  ${d.id}  ${d.pluginName} v${cell(d.pluginVersion)}  ${d.outcome}  ${d.responseStatus}  ${cell(d.invoiceId)}  ${cell(d.transition)}  ${d.durationMs} ms\n`;
 }
 
+/** `deliveries show|replay|prune`: the group itself, registered with the plugins (`list` and `tail` join it below). */
+export function registerDeliveryRecordCommands(program: Command): void {
+  const deliveries = program.command("deliveries").description("the webhook delivery log");
+  deliveries
+    .command("show <deliveryId>")
+    .description("a delivery: request, result, logs, fetches, response")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (id: string, opts: JsonOption & { store: string }) => {
+      await withServices(async (s) => {
+        const d = await s.deliveries.get(opts.store, id);
+        if (!d) throw new AppError("delivery_not_found", `No delivery ${id} in store ${opts.store}`);
+        printJson(d);
+      });
+    });
+  deliveries
+    .command("replay <deliveryId>")
+    .description("run a stored delivery again through the plugin's current version (recorded as a new delivery)")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (id: string, opts: JsonOption & { store: string }) => {
+      await withServices(async (s) => printJson(replayView(await s.webhooks.replay(opts.store, id, "cli"), id)));
+    });
+  deliveries
+    .command("prune")
+    .description("delete deliveries older than DELIVERY_RETENTION_DAYS")
+    .action(async (opts: JsonOption) => {
+      await withServices(async (s) => {
+        const deleted = await s.webhooks.pruneDeliveries();
+        emit(opts, { deleted }, () => process.stdout.write(`deleted ${deleted} deliveries\n`));
+      });
+    });
+}
+
+/** `deliveries list|tail`, added to the group above. */
 export function registerDeliveryCommands(program: Command): void {
   const deliveries = program.commands.find((c) => c.name() === "deliveries") ?? program.command("deliveries").description("the webhook delivery log");
 

@@ -19,8 +19,55 @@ const positive = (v: string) => {
 };
 
 export function registerEventCommands(program: Command): void {
-  const endpoints = program.command("endpoints").description("a store's outbound webhook endpoints (events out)");
+  registerEndpointCommands(program);
+  registerEventsGroupCommands(program);
+}
 
+type StoreOption = JsonOption & { store: string };
+
+/** `endpoints add|list|update|remove|rotate-secret|attempts`. */
+function registerEndpointCommands(program: Command): void {
+  const endpoints = program.command("endpoints").description("a store's outbound webhook endpoints (events out)");
+  registerEndpointAdd(endpoints);
+
+  endpoints
+    .command("list")
+    .description("list a store's endpoints")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (opts: StoreOption) => {
+      await withServices(async (s) =>
+        emitList(opts, await s.events.listEndpoints(opts.store), ["id", "url", "types", "enabled", "apiVersion", "disabledReason", "createdAt"], (e) => ({
+          ...e,
+          types: e.types.length === 0 ? "(all)" : e.types.join(","),
+        })),
+      );
+    });
+
+  registerEndpointUpdate(endpoints);
+
+  endpoints
+    .command("remove <endpointId>")
+    .description("remove an endpoint (what was still queued for it is cancelled)")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (endpointId: string, opts: StoreOption) => {
+      await withServices(async (s) => {
+        await s.events.removeEndpoint(opts.store, endpointId);
+        emit(opts, { id: endpointId, removed: true }, () => process.stdout.write(`removed ${endpointId}\n`));
+      });
+    });
+
+  endpoints
+    .command("rotate-secret <endpointId>")
+    .description("new signing secret, printed once; the old one keeps signing for 24 hours")
+    .requiredOption("--store <storeId>", "store id")
+    .action(async (endpointId: string, opts: { store: string }) => {
+      await withServices(async (s) => printJson(await s.events.rotateSecret(opts.store, endpointId)));
+    });
+
+  registerEndpointAttempts(endpoints);
+}
+
+function registerEndpointAdd(endpoints: Command): void {
   endpoints
     .command("add")
     .description("add an endpoint; its signing secret (whsec_…) is printed once")
@@ -48,20 +95,9 @@ export function registerEventCommands(program: Command): void {
         ),
       );
     });
+}
 
-  endpoints
-    .command("list")
-    .description("list a store's endpoints")
-    .requiredOption("--store <storeId>", "store id")
-    .action(async (opts: JsonOption & { store: string }) => {
-      await withServices(async (s) =>
-        emitList(opts, await s.events.listEndpoints(opts.store), ["id", "url", "types", "enabled", "apiVersion", "disabledReason", "createdAt"], (e) => ({
-          ...e,
-          types: e.types.length === 0 ? "(all)" : e.types.join(","),
-        })),
-      );
-    });
-
+function registerEndpointUpdate(endpoints: Command): void {
   endpoints
     .command("update <endpointId>")
     .description("change an endpoint; --enable turns a disabled one back on")
@@ -91,33 +127,16 @@ export function registerEventCommands(program: Command): void {
         ),
       );
     });
+}
 
-  endpoints
-    .command("remove <endpointId>")
-    .description("remove an endpoint (what was still queued for it is cancelled)")
-    .requiredOption("--store <storeId>", "store id")
-    .action(async (endpointId: string, opts: JsonOption & { store: string }) => {
-      await withServices(async (s) => {
-        await s.events.removeEndpoint(opts.store, endpointId);
-        emit(opts, { id: endpointId, removed: true }, () => process.stdout.write(`removed ${endpointId}\n`));
-      });
-    });
-
-  endpoints
-    .command("rotate-secret <endpointId>")
-    .description("new signing secret, printed once; the old one keeps signing for 24 hours")
-    .requiredOption("--store <storeId>", "store id")
-    .action(async (endpointId: string, opts: { store: string }) => {
-      await withServices(async (s) => printJson(await s.events.rotateSecret(opts.store, endpointId)));
-    });
-
+function registerEndpointAttempts(endpoints: Command): void {
   endpoints
     .command("attempts <endpointId>")
     .description("attempts made to an endpoint, newest first")
     .requiredOption("--store <storeId>", "store id")
     .option("--event <eventId>", "only this event's attempts")
     .option("--limit <n>", "how many", positive, 50)
-    .action(async (endpointId: string, opts: JsonOption & { store: string; event?: string; limit: number }) => {
+    .action(async (endpointId: string, opts: StoreOption & { event?: string; limit: number }) => {
       await withServices(async (s) => {
         const { attempts, nextCursor } = await s.events.attempts(opts.store, endpointId, { limit: opts.limit, ...(opts.event ? { eventId: opts.event } : {}) });
         // --json: the admin API's page shape.
@@ -129,7 +148,10 @@ export function registerEventCommands(program: Command): void {
         );
       });
     });
+}
 
+/** `events list|show|resend`. */
+function registerEventsGroupCommands(program: Command): void {
   const events = program.command("events").description("a store's events: list them, show one, send one again");
 
   events
@@ -139,7 +161,7 @@ export function registerEventCommands(program: Command): void {
     .option("--types <types>", "comma-separated event types", types)
     .option("--cursor <cursor>", "continue after this position (printed at the end)")
     .option("--limit <n>", "how many", positive, 100)
-    .action(async (opts: JsonOption & { store: string; types?: string[]; cursor?: string; limit: number }) => {
+    .action(async (opts: StoreOption & { types?: string[]; cursor?: string; limit: number }) => {
       await withServices(async (s) => {
         const page = await s.events.feed(opts.store, { limit: opts.limit, ...(opts.types ? { types: opts.types.join(",") } : {}), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
         // --json: a list in the admin API's page shape; `nextCursor` continues as --cursor.

@@ -1,85 +1,30 @@
-// `storefront plugins …`, `simulate`, `deliveries …`, `customers create`, `checkout`: the merchant's loop
-// on the local database, through the same services and in the same shapes as the admin API.
-import { InvalidArgumentError, type Command } from "commander";
-import { AppError } from "../errors.ts";
+// `storefront plugins …`, then the rest of the merchant's loop on the local database (`simulate`,
+// `deliveries show|replay|prune`, `customers create`, `checkout`), through the same services and in the
+// same shapes as the admin API.
+import type { Command } from "commander";
 import { listCatalog } from "../plugins/catalog.ts";
-import { replayView, simulationView } from "../payments/payment-views.ts";
+import { collect, positiveInt, secretsOf } from "./arguments.ts";
+import { registerCheckoutCommand, registerCustomerCommands } from "./checkout.commands.ts";
 import { CliError, emit, emitList, type JsonOption, printJson, readInput, withServices } from "./context.ts";
-
-const collect = (value: string, previous: string[]) => [...previous, value];
-
-function parseHeaders(lines: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of lines) {
-    const i = line.indexOf(":");
-    if (i <= 0) throw new CliError(`header "${line}" is not "name: value"`);
-    out[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-  }
-  return out;
-}
-
-function parsePairs(pairs: string[], what: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const pair of pairs) {
-    const i = pair.indexOf("=");
-    if (i <= 0) throw new CliError(`${what} "${pair}" is not NAME=value`);
-    out[pair.slice(0, i)] = pair.slice(i + 1);
-  }
-  return out;
-}
-
-/**
- * Secrets from a file or standard input, so they stay out of shell history and `ps`: a JSON object of
- * strings, or `NAME=value` lines (the value is everything after the first `=`, as is; blank lines and
- * lines starting with # are skipped).
- */
-export function parseSecretsFile(text: string, file: string): Record<string, string> {
-  const trimmed = text.trim();
-  if (trimmed.startsWith("{")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(trimmed);
-    } catch (err) {
-      throw new CliError(`--secrets-file ${file} is not valid JSON: ${(err as Error).message}`);
-    }
-    const entries = Object.entries(parsed as Record<string, unknown>);
-    const bad = entries.find(([, v]) => typeof v !== "string");
-    if (bad) throw new CliError(`--secrets-file ${file}: the value of "${bad[0]}" must be a string`);
-    return Object.fromEntries(entries) as Record<string, string>;
-  }
-  const out: Record<string, string> = {};
-  for (const [n, raw] of text.split("\n").entries()) {
-    const line = raw.replace(/\r$/, "");
-    if (line.trim() === "" || line.trimStart().startsWith("#")) continue;
-    const i = line.indexOf("=");
-    if (i <= 0) throw new CliError(`--secrets-file ${file} line ${n + 1} is not NAME=value`);
-    out[line.slice(0, i).trim()] = line.slice(i + 1);
-  }
-  return out;
-}
-
-const int = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError("must be a positive whole number");
-  return n;
-};
-
-/** `variant:quantity:price[:coupon]` → a checkout item, or a CliError naming the part that is wrong. */
-export function parseItem(spec: string): { productVariantId: string; quantity: number; price: number; couponId?: string } {
-  const parts = spec.split(":");
-  const [productVariantId, quantity, price, couponId] = parts;
-  const usage = `item "${spec}" is not variant:quantity:price[:coupon] (for example ebook-pdf:1:49.99)`;
-  if (parts.length < 3 || parts.length > 4 || !productVariantId || !quantity || !price) throw new CliError(usage);
-  if (!/^\d+$/.test(quantity) || Number(quantity) < 1 || !Number.isSafeInteger(Number(quantity))) throw new CliError(`${usage}: quantity "${quantity}" must be a whole number of at least 1`);
-  if (!/^\d+(\.\d{1,2})?$/.test(price)) throw new CliError(`${usage}: price "${price}" must be US dollars with at most two decimals`);
-  return { productVariantId, quantity: Number(quantity), price: Number(price), ...(couponId ? { couponId } : {}) };
-}
+import { registerDeliveryRecordCommands } from "./deliveries.commands.ts";
+import { registerSimulateCommand } from "./simulate.command.ts";
 
 type StoreOption = JsonOption & { store: string };
 
+/** The merchant's loop, in the order `--help` lists it. */
 export function registerPluginCommands(program: Command): void {
   const plugins = program.command("plugins").description("install and manage a store's payment plugins");
+  registerPluginSetupCommands(plugins);
+  registerPluginInspectionCommands(plugins);
+  registerPluginLifecycleCommands(plugins);
+  registerSimulateCommand(program);
+  registerDeliveryRecordCommands(program);
+  registerCustomerCommands(program);
+  registerCheckoutCommand(program);
+}
 
+/** `plugins catalog|install|secrets`: what can be installed, installing it, its settings. */
+function registerPluginSetupCommands(plugins: Command): void {
   plugins
     .command("catalog")
     .description("list the reference plugins that install by name")
@@ -96,28 +41,7 @@ export function registerPluginCommands(program: Command): void {
     .option("--disabled", "install disabled")
     .option("--allowed-sources <ranges>", "the provider's source ranges, comma-separated IPs or CIDRs (deliveries from elsewhere: 403); 'any' removes the restriction")
     .addHelpText("after", "\nExamples:\n  storefront plugins install pay --store st_… --catalog generic-hmac --secrets-file secrets.env\n  printf 'signingSecret=%s\\n' \"$SECRET\" | storefront plugins install pay --store st_… --secrets-file -\n")
-    .action(async (name: string, opts: StoreOption & { file?: string; catalog?: string; secret: string[]; secretsFile?: string; disabled?: boolean; allowedSources?: string }) => {
-      if (opts.file && opts.catalog) throw new CliError("give --file or --catalog, not both");
-      const secrets = {
-        ...(opts.secretsFile === undefined ? {} : parseSecretsFile(readInput(opts.secretsFile, "--secrets-file").toString("utf8"), opts.secretsFile)),
-        ...parsePairs(opts.secret, "secret"),
-      };
-      if (!opts.file && !opts.catalog && Object.keys(secrets).length === 0 && !opts.disabled && opts.allowedSources === undefined) {
-        throw new CliError("give --file, --catalog, --secret, --secrets-file or --allowed-sources");
-      }
-      const allowedSources = opts.allowedSources === undefined ? undefined : opts.allowedSources.trim() === "any" ? null : opts.allowedSources.split(",").map((r) => r.trim()).filter((r) => r !== "");
-      const source = opts.file ? readInput(opts.file, "--file").toString("utf8") : undefined;
-      await withServices(async (s) => {
-        const { created: _created, ...result } = await s.plugins.install(opts.store, name, {
-          ...(source !== undefined ? { source } : {}),
-          ...(opts.catalog ? { catalog: opts.catalog } : {}),
-          ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
-          ...(opts.disabled ? { enabled: false } : {}),
-          ...(allowedSources !== undefined ? { allowedSources } : {}),
-        });
-        printJson(result);
-      });
-    });
+    .action(install);
 
   plugins
     .command("secrets <name>")
@@ -126,13 +50,35 @@ export function registerPluginCommands(program: Command): void {
     .option("--secret <NAME=value>", "a setting (repeatable). Visible in shell history: prefer --secrets-file", collect, [])
     .option("--secrets-file <file>", "settings from a file ('-' for standard input): NAME=value lines, or a JSON object")
     .action(async (name: string, opts: StoreOption & { secret: string[]; secretsFile?: string }) => {
-      const secrets = {
-        ...(opts.secretsFile === undefined ? {} : parseSecretsFile(readInput(opts.secretsFile, "--secrets-file").toString("utf8"), opts.secretsFile)),
-        ...parsePairs(opts.secret, "secret"),
-      };
+      const secrets = secretsOf(opts);
       await withServices(async (s) => printJson(await s.plugins.replaceSecrets(opts.store, name, secrets)));
     });
+}
 
+type InstallOptions = StoreOption & { file?: string; catalog?: string; secret: string[]; secretsFile?: string; disabled?: boolean; allowedSources?: string };
+
+async function install(name: string, opts: InstallOptions): Promise<void> {
+  if (opts.file && opts.catalog) throw new CliError("give --file or --catalog, not both");
+  const secrets = secretsOf(opts);
+  if (!opts.file && !opts.catalog && Object.keys(secrets).length === 0 && !opts.disabled && opts.allowedSources === undefined) {
+    throw new CliError("give --file, --catalog, --secret, --secrets-file or --allowed-sources");
+  }
+  const allowedSources = opts.allowedSources === undefined ? undefined : opts.allowedSources.trim() === "any" ? null : opts.allowedSources.split(",").map((r) => r.trim()).filter((r) => r !== "");
+  const source = opts.file ? readInput(opts.file, "--file").toString("utf8") : undefined;
+  await withServices(async (s) => {
+    const { created: _created, ...result } = await s.plugins.install(opts.store, name, {
+      ...(source !== undefined ? { source } : {}),
+      ...(opts.catalog ? { catalog: opts.catalog } : {}),
+      ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
+      ...(opts.disabled ? { enabled: false } : {}),
+      ...(allowedSources !== undefined ? { allowedSources } : {}),
+    });
+    printJson(result);
+  });
+}
+
+/** `plugins list|show|versions|diff`: what is installed, its source and its history. */
+function registerPluginInspectionCommands(plugins: Command): void {
   plugins
     .command("list")
     .description("list a store's plugins")
@@ -145,7 +91,7 @@ export function registerPluginCommands(program: Command): void {
     .command("show <name>")
     .description("show a plugin and its current source (secret names only)")
     .requiredOption("--store <storeId>", "store id")
-    .option("--version <n>", "print this version's source instead", int)
+    .option("--version <n>", "print this version's source instead", positiveInt)
     .action(async (name: string, opts: StoreOption & { version?: number }) => {
       await withServices(async (s) => {
         if (opts.version !== undefined) {
@@ -172,20 +118,23 @@ export function registerPluginCommands(program: Command): void {
     .command("diff <name>")
     .description("the differences between two versions' sources (unified diff)")
     .requiredOption("--store <storeId>", "store id")
-    .option("--from <n>", "the older side (default: the version before --to)", int)
-    .option("--to <n>", "the newer side (default: the current version)", int)
+    .option("--from <n>", "the older side (default: the version before --to)", positiveInt)
+    .option("--to <n>", "the newer side (default: the current version)", positiveInt)
     .action(async (name: string, opts: StoreOption & { from?: number; to?: number }) => {
       await withServices(async (s) => {
         const diff = await s.plugins.diff(opts.store, name, { ...(opts.from ? { from: opts.from } : {}), ...(opts.to ? { to: opts.to } : {}) });
         emit(opts, diff, (d) => process.stdout.write(d.identical ? `versions ${d.from.version} and ${d.to.version} of ${name} are identical\n` : d.diff));
       });
     });
+}
 
+/** `plugins rollback|delete|enable|disable`: which version runs, whether any does. */
+function registerPluginLifecycleCommands(plugins: Command): void {
   plugins
     .command("rollback <name>")
     .description("make an earlier version current again (no new version is made; webhooks run it from now on)")
     .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--version <n>", "the version to make current", int)
+    .requiredOption("--version <n>", "the version to make current", positiveInt)
     .action(async (name: string, opts: StoreOption & { version: number }) => {
       await withServices(async (s) => printJson(await s.plugins.rollback(opts.store, name, opts.version)));
     });
@@ -210,82 +159,4 @@ export function registerPluginCommands(program: Command): void {
         await withServices(async (s) => printJson(await s.plugins.setEnabled(opts.store, name, enabled)));
       });
   }
-
-  program
-    .command("simulate")
-    .description("run a plugin against a body and headers without changing anything; exits 1 when the run fails")
-    .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--plugin <name>", "plugin name")
-    .requiredOption("--body <file>", "file with the raw webhook body ('-' for standard input)")
-    .option("--header <'name: value'>", "a request header (repeatable)", collect, [])
-    .option("--query <name=value>", "a query parameter (repeatable)", collect, [])
-    .option("--version <n>", "plugin version (default: current)", int)
-    .action(async (opts: StoreOption & { plugin: string; body: string; header: string[]; query: string[]; version?: number }) => {
-      const body = readInput(opts.body, "--body");
-      const headers = parseHeaders(opts.header);
-      const query = parsePairs(opts.query, "query parameter");
-      await withServices(async (s) => {
-        const out = simulationView(await s.webhooks.simulate(opts.store, opts.plugin, { body, headers, query, ...(opts.version ? { version: opts.version } : {}) }));
-        printJson(out);
-        if (out.error !== null) process.exitCode = 1;
-      });
-    });
-
-  const deliveries = program.command("deliveries").description("the webhook delivery log");
-  // `deliveries list` and `deliveries tail` (filters, following) are in deliveries.commands.ts.
-  deliveries
-    .command("show <deliveryId>")
-    .description("a delivery: request, result, logs, fetches, response")
-    .requiredOption("--store <storeId>", "store id")
-    .action(async (id: string, opts: StoreOption) => {
-      await withServices(async (s) => {
-        const d = await s.deliveries.get(opts.store, id);
-        if (!d) throw new AppError("delivery_not_found", `No delivery ${id} in store ${opts.store}`);
-        printJson(d);
-      });
-    });
-  deliveries
-    .command("replay <deliveryId>")
-    .description("run a stored delivery again through the plugin's current version (recorded as a new delivery)")
-    .requiredOption("--store <storeId>", "store id")
-    .action(async (id: string, opts: StoreOption) => {
-      await withServices(async (s) => printJson(replayView(await s.webhooks.replay(opts.store, id, "cli"), id)));
-    });
-  deliveries
-    .command("prune")
-    .description("delete deliveries older than DELIVERY_RETENTION_DAYS")
-    .action(async (opts: JsonOption) => {
-      await withServices(async (s) => {
-        const deleted = await s.webhooks.pruneDeliveries();
-        emit(opts, { deleted }, () => process.stdout.write(`deleted ${deleted} deliveries\n`));
-      });
-    });
-
-  const customers = program.command("customers").description("a store's customers");
-  customers
-    .command("create")
-    .description("create a customer")
-    .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--email <email>", "e-mail address")
-    .option("--discord-id <id>", "linked chat account id")
-    .option("--discord-email <email>", "linked chat account e-mail")
-    .action(async (opts: StoreOption & { email: string; discordId?: string; discordEmail?: string }) => {
-      await withServices(async (s) =>
-        printJson(await s.customers.create(opts.store, { email: opts.email, ...(opts.discordId ? { discordId: opts.discordId } : {}), ...(opts.discordEmail ? { discordEmail: opts.discordEmail } : {}) })),
-      );
-    });
-
-  program
-    .command("checkout")
-    .description("create a pending invoice (the storefront's checkout)")
-    .requiredOption("--store <storeId>", "store id")
-    .requiredOption("--customer <customerId>", "customer id")
-    .requiredOption("--item <variant:quantity:price[:coupon]>", "a line item (repeatable), price in USD", collect, [])
-    .option("--payment-method <name>", "payment method", "stripe")
-    .option("--field <key=value>", "a custom field of type text (repeatable)", collect, [])
-    .action(async (opts: StoreOption & { customer: string; item: string[]; paymentMethod: string; field: string[] }) => {
-      const items = opts.item.map(parseItem);
-      const fields = Object.entries(parsePairs(opts.field, "field")).map(([key, value]) => ({ key, value, type: "text" }));
-      await withServices(async (s) => printJson(await s.invoices.checkout(opts.store, { customerId: opts.customer, paymentMethod: opts.paymentMethod, items, ...(fields.length ? { fields } : {}) })));
-    });
 }

@@ -7,6 +7,13 @@ import { SCOPES } from "../stores/stores.service.ts";
 import { emit, emitList, type JsonOption, printJson, withServices } from "./context.ts";
 
 export function registerStoreCommands(program: Command): void {
+  registerMigrateCommand(program);
+  registerStoresGroup(program);
+  registerKeyCommands(program);
+  registerVersionsCommand(program);
+}
+
+function registerMigrateCommand(program: Command): void {
   program
     .command("migrate")
     .description("apply database migrations (serve also does this at start-up); prints each one applied")
@@ -20,7 +27,10 @@ export function registerStoreCommands(program: Command): void {
         });
       });
     });
+}
 
+/** `stores create|list`. */
+function registerStoresGroup(program: Command): void {
   const stores = program.command("stores").description("manage stores");
   stores
     .command("create <name>")
@@ -34,7 +44,10 @@ export function registerStoreCommands(program: Command): void {
     .action(async (opts: JsonOption) => {
       await withServices(async (s) => emitList(opts, await s.stores.listStores(), ["id", "name", "createdAt"]));
     });
+}
 
+/** `keys create|list|set-version|revoke`. */
+function registerKeyCommands(program: Command): void {
   const keys = program.command("keys").description("manage a store's API keys");
   keys
     .command("create")
@@ -80,7 +93,9 @@ export function registerStoreCommands(program: Command): void {
         emit(opts, { id: opts.key, revoked: true }, () => process.stdout.write(`revoked ${opts.key}\n`));
       });
     });
+}
 
+function registerVersionsCommand(program: Command): void {
   program
     .command("versions")
     .description("list the API versions this service serves, newest (current) first")

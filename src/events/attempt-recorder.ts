@@ -1,7 +1,7 @@
 // The record of a delivery attempt: the attempt row, the delivery's next state (done, retry at the
 // schedule's next step, given up) and the endpoint's health (last success; disabled on 410 or after days
 // without success). Successes are written in groups, failures one by one (they are rare and may disable).
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { Dialect } from "../platform/db/database.ts";
 import { newId } from "../lib/ids.ts";
@@ -43,138 +43,143 @@ export interface AttemptRecorder {
 }
 
 export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorder {
-  const { db, dialect, now } = deps;
-  const opts = { schedule: deps.schedule, disableAfterFailingMs: deps.disableAfterFailingMs };
-
+  const recordSuccess = successGroups((items) => writeSuccesses(deps, items));
   async function record(task: AttemptedTask, result: SendResult): Promise<void> {
-    const outcome = attemptOutcome(result, task.attempts + 1, opts.schedule.length);
+    const outcome = attemptOutcome(result, task.attempts + 1, deps.schedule.length);
     if (outcome === "succeeded" && result.ok) return recordSuccess({ task, status: result.status, excerpt: result.excerpt, headers: result.headers, durationMs: result.durationMs });
-    return recordFailure(task, result, outcome);
+    return writeFailure(deps, task, result, outcome);
   }
+  return { record };
+}
 
-  // Successes are written in groups: while one group's transaction runs, the next group gathers, so a busy
-  // endpoint costs one transaction per group instead of one per event.
-  interface Success {
-    task: AttemptedTask;
-    status: number;
-    excerpt: string;
-    headers: Record<string, string>;
-    durationMs: number;
-  }
+interface Success {
+  task: AttemptedTask;
+  status: number;
+  excerpt: string;
+  headers: Record<string, string>;
+  durationMs: number;
+}
+
+/**
+ * Successes are written in groups: while one group's transaction runs, the next group gathers, so a busy
+ * endpoint costs one transaction per group instead of one per event. Each caller waits for its group's write.
+ */
+function successGroups(write: (items: Success[]) => Promise<void>): (item: Success) => Promise<void> {
   let gathering: { items: Success[]; done: Promise<void> } | null = null;
   let writing: Promise<void> = Promise.resolve();
-
-  function recordSuccess(item: Success): Promise<void> {
+  return (item) => {
     if (gathering === null) {
       const group: { items: Success[]; done: Promise<void> } = { items: [], done: Promise.resolve() };
       // A few milliseconds of gathering turn a stream of answers into one commit per group.
       group.done = Promise.all([writing, new Promise((resolve) => setTimeout(resolve, GROUP_GATHER_MS))]).then(() => {
         if (gathering === group) gathering = null;
-        return writeSuccesses(group.items);
+        return write(group.items);
       });
       writing = group.done.catch(() => {});
       gathering = group;
     }
     gathering.items.push(item);
     return gathering.done;
-  }
+  };
+}
 
-  async function writeSuccesses(items: Success[]): Promise<void> {
-    const t = now();
-    const endpoints = [...new Set(items.map((i) => i.task.endpoint_id))].sort();
-    await db.transaction().execute(async (tx) => {
-      // Endpoint rows first, in one order (see recordFailure), and only when it changes something: a
-      // healthy endpoint's row is not rewritten on every event.
-      for (const endpointId of endpoints) {
-        await tx
-          .updateTable("event_endpoints")
-          .set({ last_success_at: t, failing_since: null })
-          .where("id", "=", endpointId)
-          .where((eb) => eb.or([eb("failing_since", "is not", null), eb("last_success_at", "is", null), eb("last_success_at", "<", t - 60_000)]))
-          .execute();
-      }
+async function writeSuccesses({ db, now }: AttemptRecorderDeps, items: Success[]): Promise<void> {
+  const t = now();
+  const endpoints = [...new Set(items.map((i) => i.task.endpoint_id))].sort();
+  await db.transaction().execute(async (tx) => {
+    // Endpoint rows first, in one order (see writeFailure), and only when it changes something: a
+    // healthy endpoint's row is not rewritten on every event.
+    for (const endpointId of endpoints) {
       await tx
-        .insertInto("event_attempts")
-        .values(
-          items.map((i) => ({
-            id: newId("att"),
-            store_id: i.task.store_id,
-            delivery_id: i.task.id,
-            event_id: i.task.event_id,
-            endpoint_id: i.task.endpoint_id,
-            attempt: i.task.attempts + 1,
-            outcome: "succeeded",
-            response_status: i.status,
-            error: null,
-            response_excerpt: i.excerpt,
-            response_headers: JSON.stringify(i.headers),
-            duration_ms: i.durationMs,
-            created_at: t,
-          })),
-        )
+        .updateTable("event_endpoints")
+        .set({ last_success_at: t, failing_since: null })
+        .where("id", "=", endpointId)
+        .where((eb) => eb.or([eb("failing_since", "is not", null), eb("last_success_at", "is", null), eb("last_success_at", "<", t - 60_000)]))
         .execute();
-      await tx
-        .updateTable("event_deliveries")
-        .set((eb) => ({ status: "succeeded", attempts: eb("attempts", "+", 1), claim_token: null, updated_at: t }))
-        .where(
-          "id",
-          "in",
-          items.map((i) => i.task.id),
-        )
-        // Only rows whose claim is still ours: past its lease another process may own one.
-        .where("claim_token", "in", [...new Set(items.map((i) => i.task.claim_token!))])
-        .execute();
-    });
-  }
-
-  async function recordFailure(task: AttemptedTask, result: SendResult, outcome: AttemptOutcome): Promise<void> {
-    const t = now();
-    const number = task.attempts + 1;
-    const status = result.ok ? result.status : null;
-    await db.transaction().execute(async (tx) => {
-      if (dialect === "postgres") {
-        // The endpoint's row first: attempts to one endpoint finishing together then queue here instead of
-        // locking each other's deliveries in opposite orders (when one of them disables the endpoint).
-        await tx.selectFrom("event_endpoints").select("id").where("id", "=", task.endpoint_id).forUpdate().execute();
-      }
-      await tx
-        .insertInto("event_attempts")
-        .values({
+    }
+    await tx
+      .insertInto("event_attempts")
+      .values(
+        items.map((i) => ({
           id: newId("att"),
-          store_id: task.store_id,
-          delivery_id: task.id,
-          event_id: task.event_id,
-          endpoint_id: task.endpoint_id,
-          attempt: number,
-          outcome,
-          response_status: status,
-          error: result.ok ? null : result.error,
-          response_excerpt: result.ok ? result.excerpt : "",
-          response_headers: JSON.stringify(result.ok ? result.headers : {}),
-          duration_ms: result.durationMs,
+          store_id: i.task.store_id,
+          delivery_id: i.task.id,
+          event_id: i.task.event_id,
+          endpoint_id: i.task.endpoint_id,
+          attempt: i.task.attempts + 1,
+          outcome: "succeeded",
+          response_status: i.status,
+          error: null,
+          response_excerpt: i.excerpt,
+          response_headers: JSON.stringify(i.headers),
+          duration_ms: i.durationMs,
           created_at: t,
-        })
-        .execute();
-      const next = outcome === "failed" ? t + opts.schedule[number - 1]! : t;
-      await tx
-        .updateTable("event_deliveries")
-        .set({ status: outcome === "failed" ? "pending" : "failed", attempts: number, next_attempt_at: next, claim_token: null, updated_at: t })
-        .where("id", "=", task.id)
-        // Only while the claim is still ours: past its lease another process may own the task.
-        .where("claim_token", "=", task.claim_token)
-        .execute();
-      let disable: string | null = outcome === "gone" ? "the endpoint answered 410 Gone" : null;
-      if (disable === null) {
-        await tx.updateTable("event_endpoints").set({ failing_since: t }).where("id", "=", task.endpoint_id).where("failing_since", "is", null).execute();
-        const ep = await tx.selectFrom("event_endpoints").select("failing_since").where("id", "=", task.endpoint_id).executeTakeFirst();
-        if (ep?.failing_since != null && t - Number(ep.failing_since) >= opts.disableAfterFailingMs) disable = `no successful delivery for ${Math.round(opts.disableAfterFailingMs / 86_400_000)} days`;
-      }
-      if (disable !== null) {
-        await tx.updateTable("event_endpoints").set({ enabled: 0, disabled_reason: disable, updated_at: t }).where("id", "=", task.endpoint_id).execute();
-        await tx.updateTable("event_deliveries").set({ status: "cancelled", updated_at: t }).where("endpoint_id", "=", task.endpoint_id).where("status", "=", "pending").execute();
-      }
-    });
-  }
+        })),
+      )
+      .execute();
+    await tx
+      .updateTable("event_deliveries")
+      .set((eb) => ({ status: "succeeded", attempts: eb("attempts", "+", 1), claim_token: null, updated_at: t }))
+      .where(
+        "id",
+        "in",
+        items.map((i) => i.task.id),
+      )
+      // Only rows whose claim is still ours: past its lease another process may own one.
+      .where("claim_token", "in", [...new Set(items.map((i) => i.task.claim_token!))])
+      .execute();
+  });
+}
 
-  return { record };
+async function writeFailure(deps: AttemptRecorderDeps, task: AttemptedTask, result: SendResult, outcome: AttemptOutcome): Promise<void> {
+  const { db, dialect, schedule } = deps;
+  const t = deps.now();
+  const number = task.attempts + 1;
+  const status = result.ok ? result.status : null;
+  await db.transaction().execute(async (tx) => {
+    if (dialect === "postgres") {
+      // The endpoint's row first: attempts to one endpoint finishing together then queue here instead of
+      // locking each other's deliveries in opposite orders (when one of them disables the endpoint).
+      await tx.selectFrom("event_endpoints").select("id").where("id", "=", task.endpoint_id).forUpdate().execute();
+    }
+    await tx
+      .insertInto("event_attempts")
+      .values({
+        id: newId("att"),
+        store_id: task.store_id,
+        delivery_id: task.id,
+        event_id: task.event_id,
+        endpoint_id: task.endpoint_id,
+        attempt: number,
+        outcome,
+        response_status: status,
+        error: result.ok ? null : result.error,
+        response_excerpt: result.ok ? result.excerpt : "",
+        response_headers: JSON.stringify(result.ok ? result.headers : {}),
+        duration_ms: result.durationMs,
+        created_at: t,
+      })
+      .execute();
+    const next = outcome === "failed" ? t + schedule[number - 1]! : t;
+    await tx
+      .updateTable("event_deliveries")
+      .set({ status: outcome === "failed" ? "pending" : "failed", attempts: number, next_attempt_at: next, claim_token: null, updated_at: t })
+      .where("id", "=", task.id)
+      // Only while the claim is still ours: past its lease another process may own the task.
+      .where("claim_token", "=", task.claim_token)
+      .execute();
+    const disable = outcome === "gone" ? "the endpoint answered 410 Gone" : await failingTooLong(tx, task.endpoint_id, t, deps.disableAfterFailingMs);
+    if (disable !== null) {
+      await tx.updateTable("event_endpoints").set({ enabled: 0, disabled_reason: disable, updated_at: t }).where("id", "=", task.endpoint_id).execute();
+      await tx.updateTable("event_deliveries").set({ status: "cancelled", updated_at: t }).where("endpoint_id", "=", task.endpoint_id).where("status", "=", "pending").execute();
+    }
+  });
+}
+
+/** Notes when the endpoint started failing; the reason to disable it once that was long enough ago, else null. */
+async function failingTooLong(tx: Transaction<Database>, endpointId: string, t: number, disableAfterFailingMs: number): Promise<string | null> {
+  await tx.updateTable("event_endpoints").set({ failing_since: t }).where("id", "=", endpointId).where("failing_since", "is", null).execute();
+  const ep = await tx.selectFrom("event_endpoints").select("failing_since").where("id", "=", endpointId).executeTakeFirst();
+  if (ep?.failing_since != null && t - Number(ep.failing_since) >= disableAfterFailingMs) return `no successful delivery for ${Math.round(disableAfterFailingMs / 86_400_000)} days`;
+  return null;
 }

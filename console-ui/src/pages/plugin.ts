@@ -21,7 +21,6 @@ import { type PluginInfo, webhookUrlOf } from "./plugins.ts";
 
 let globals: Promise<Global[]> | null = null;
 
-
 interface PageState {
   plugin: PluginInfo | null;
   /** What the editor's text was based on. */
@@ -35,15 +34,9 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   const state: PageState = { plugin: null, base: { version: 0, source: "" }, view: null };
   const text = () => state.view?.state.doc.toString() ?? state.base.source;
   const dirty = () => state.view !== null && text() !== state.base.source;
-  const info = h("div", { class: "row muted", "data-testid": "plugin-info" });
-  const status = h("p", { class: "status-line", role: "status", "data-testid": "editor-status" });
-  const draftBanner = h("div", { "data-testid": "draft-banner", role: "region", "aria-label": "Unsaved draft" });
-  const compile = h("span", { class: "muted", "data-testid": "compile-status", "aria-live": "polite" });
-  const editorBox = h("div", { class: "editor", "data-testid": "editor" });
-  const say = (message: string, kind: "ok" | "error" | "" = "") => {
-    status.className = `status-line ${kind}`;
-    status.textContent = message;
-  };
+  const el = pageElements();
+  const { info, compile, editorBox } = el;
+  const say = sayIn(el.status);
   const fail = (err: unknown) => say(err instanceof Error ? err.message : String(err), "error");
   const jumpTo = (line: number) => jumpToLine(state.view, line);
   const setText = (source: string) => state.view?.dispatch({ changes: { from: 0, to: state.view.state.doc.length, insert: source } });
@@ -85,7 +78,7 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
       state.base = { version: p.version, source: p.source };
       const list = await (globals ??= api<{ data: Global[] }>("GET", "/console/api/globals").then((r) => r.data));
       state.view = createEditor(editorBox, { doc: p.source, globals: list, check, onChange: drafts.keep, onSave: deploy });
-      offerDraft(draftBanner, draftsOf(ctx.storeId, name).find((d) => d.source !== p.source) ?? null, p.version, (d) => void restore(d));
+      offerDraft(el.draftBanner, draftsOf(ctx.storeId, name).find((d) => d.source !== p.source) ?? null, p.version, (d) => void restore(d));
     } else if (resetSource) {
       state.base = { version: p.version, source: p.source };
       setText(p.source);
@@ -101,13 +94,40 @@ export function mount(root: HTMLElement, ctx: PageContext): () => void {
   }
 
   setLeaveGuard(() => (dirty() ? `Plugin ${name} has unsaved changes.` : null));
-  root.append(...pageParts(ctx, name, { info, draftBanner, status, compile, editorBox }, { deploy, revert: () => void reload(true).catch(fail) }, [testBench.root, settings.root, versions.root]));
+  root.append(...pageParts(ctx, name, el, { deploy, revert: () => void reload(true).catch(fail) }, [testBench.root, settings.root, versions.root]));
   reload(false).catch(fail);
   return () => {
     drafts.flush(state.view && dirty() ? text() : null);
     setLeaveGuard(null);
     versions.destroy();
     state.view?.destroy();
+  };
+}
+
+/** The parts the page fills in as it loads: plugin info, status line, draft offer, compile status, editor. */
+function pageElements(): PageElements {
+  return {
+    info: h("div", { class: "row muted", "data-testid": "plugin-info" }),
+    status: h("p", { class: "status-line", role: "status", "data-testid": "editor-status" }),
+    draftBanner: h("div", { "data-testid": "draft-banner", role: "region", "aria-label": "Unsaved draft" }),
+    compile: h("span", { class: "muted", "data-testid": "compile-status", "aria-live": "polite" }),
+    editorBox: h("div", { class: "editor", "data-testid": "editor" }),
+  };
+}
+
+interface PageElements {
+  info: HTMLElement;
+  status: HTMLElement;
+  draftBanner: HTMLElement;
+  compile: HTMLElement;
+  editorBox: HTMLElement;
+}
+
+/** The status line's say(): a message, good news or an error. */
+function sayIn(status: HTMLElement): (message: string, kind?: "ok" | "error" | "") => void {
+  return (message, kind = "") => {
+    status.className = `status-line ${kind}`;
+    status.textContent = message;
   };
 }
 
@@ -165,7 +185,7 @@ function jumpToLine(v: EditorView | null, line: number): void {
 function pageParts(
   ctx: PageContext,
   name: string,
-  el: { info: HTMLElement; draftBanner: HTMLElement; status: HTMLElement; compile: HTMLElement; editorBox: HTMLElement },
+  el: PageElements,
   act: { deploy: () => void; revert: () => void },
   [benchRoot, settingsRoot, versionsRoot]: HTMLElement[],
 ): HTMLElement[] {

@@ -51,36 +51,42 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-
+  // In this order: /metrics lists them in the order they are made.
   const trackLoop = deploymentGauges(registry, sources.build);
+  databaseGauges(registers, sources);
+  return { registry, ...httpMetrics(registers), ...pluginMetrics(registers), ...eventMetrics(registers), trackLoop };
+}
+
+/** The database in use and, on PostgreSQL, its pool's connections, read at each scrape. */
+function databaseGauges(registers: Registry[], sources: MetricSources): void {
   if (sources.dialect !== undefined) {
     new Gauge({ name: "storefront_db_info", help: "The database in use (value 1).", labelNames: ["dialect"], registers }).set({ dialect: sources.dialect }, 1);
   }
   const pool = sources.pgPool;
-  if (pool) {
-    new Gauge({
-      name: "storefront_db_pool_connections",
-      help: "PostgreSQL pool connections by state: busy (running a query or a transaction) or idle.",
-      labelNames: ["state"],
-      registers,
-      collect() {
-        this.set({ state: "busy" }, pool.totalCount - pool.idleCount);
-        this.set({ state: "idle" }, pool.idleCount);
-      },
-    });
-    new Gauge({
-      name: "storefront_db_pool_waiting",
-      help: "Queries waiting for a PostgreSQL pool connection (all busy). Above 0 for long: the pool or the database is the bottleneck.",
-      registers,
-      collect() {
-        this.set(pool.waitingCount);
-      },
-    });
-    new Gauge({ name: "storefront_db_pool_max", help: "Size of the PostgreSQL pool.", registers }).set(pool.options.max);
-  }
+  if (!pool) return;
+  new Gauge({
+    name: "storefront_db_pool_connections",
+    help: "PostgreSQL pool connections by state: busy (running a query or a transaction) or idle.",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      this.set({ state: "busy" }, pool.totalCount - pool.idleCount);
+      this.set({ state: "idle" }, pool.idleCount);
+    },
+  });
+  new Gauge({
+    name: "storefront_db_pool_waiting",
+    help: "Queries waiting for a PostgreSQL pool connection (all busy). Above 0 for long: the pool or the database is the bottleneck.",
+    registers,
+    collect() {
+      this.set(pool.waitingCount);
+    },
+  });
+  new Gauge({ name: "storefront_db_pool_max", help: "Size of the PostgreSQL pool.", registers }).set(pool.options.max);
+}
 
+function httpMetrics(registers: Registry[]): Pick<Metrics, "httpRequests" | "httpDuration"> {
   return {
-    registry,
     httpRequests: new Counter({
       name: "storefront_http_requests_total",
       help: "HTTP requests by method, route template and status code.",
@@ -94,6 +100,12 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       buckets: LATENCY_BUCKETS,
       registers,
     }),
+  };
+}
+
+/** Payment webhooks in: the plugin runs that decide them, the wait for a worker, and the answers. */
+function pluginMetrics(registers: Registry[]): Pick<Metrics, "pluginRuns" | "pluginRunDuration" | "sandboxQueueWait" | "webhookResponses"> {
+  return {
     pluginRuns: new Counter({
       name: "storefront_plugin_runs_total",
       help: "Plugin runs by outcome: pushInvoice, disputeInvoice, ignore, or the error kind (rejected, timeout, script_error, …).",
@@ -119,6 +131,12 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       labelNames: ["status"],
       registers,
     }),
+  };
+}
+
+/** Events out: attempts to the merchants' endpoints and how long after the event they succeed. */
+function eventMetrics(registers: Registry[]): Pick<Metrics, "eventAttempts" | "eventDeliveryLag"> {
+  return {
     eventAttempts: new Counter({
       name: "storefront_event_attempts_total",
       help: "Outbound webhook attempts by result: succeeded (2xx), rejected (any other status), no_answer (timeout, network error, refused address).",
@@ -131,7 +149,6 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300, 1800, 7200, 36000, 172800],
       registers,
     }),
-    trackLoop,
   };
 }
 
