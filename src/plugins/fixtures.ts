@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { createSandbox, type LogLine, type RunOutcome, type Sandbox, type SandboxLimits } from "../../src/sandbox/index.ts";
+import { createSandbox, type LogLine, type RunOutcome, type Sandbox, type SandboxLimits } from "../sandbox/index.ts";
 
 export interface FixtureRequest {
   method: string;
