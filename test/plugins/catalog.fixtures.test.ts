@@ -13,7 +13,9 @@ import Stripe from "stripe";
 import { Webhook } from "standardwebhooks";
 import { registerPluginTestCommand } from "../../src/cli/plugins-test.command.ts";
 import { listCatalog, readCatalogPlugin } from "../../src/plugins/catalog.ts";
-import { formatTestRun, loadFixtures, pinClock, runFixtures, testPlugin } from "../../src/plugins/fixtures.ts";
+import { loadFixtures } from "../../src/plugins/fixtures.ts";
+import { formatTestRun } from "../../tools/plugin-test/report.ts";
+import { pinClock, runFixtures, testPlugin } from "../../tools/plugin-test/runner.ts";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
 import { CATALOG } from "../helpers/catalog.ts";
 
