@@ -1,7 +1,7 @@
 // `storefront plugins test FILE.lua --fixtures DIR`: runs a plugin against recorded requests in the
 // real sandbox, with no database and no server; prints a pass/fail table, exits 1 on any failure.
 import type { Command } from "commander";
-import type { TestRun } from "../../tools/plugin-test/runner.ts";
+import type { TestRun } from "../../tools/plugin-test/report.ts";
 import { roundMs } from "../payments/payment-views.ts";
 import { readInput } from "./context.ts";
 
@@ -32,7 +32,7 @@ export function registerPluginTestCommand(program: Command, io: PluginTestIo = p
     .option("--json", "print the run as JSON: every fixture with its verdict and problems")
     .action(async (file: string, opts: { fixtures: string; only?: string; verbose?: boolean; json?: boolean }) => {
       readInput(file, "plugin file"); // a missing file is one line, not a stack
-      const { formatTestRun, testPlugin } = await import("../../tools/plugin-test/runner.ts");
+      const [{ testPlugin }, { formatTestRun }] = await Promise.all([import("../../tools/plugin-test/runner.ts"), import("../../tools/plugin-test/report.ts")]);
       const run = await testPlugin(file, opts.fixtures, opts.only ? { only: opts.only } : {});
       io.write(opts.json ? JSON.stringify(testRunView(run), null, 2) + "\n" : formatTestRun(run, { verbose: opts.verbose === true }));
       if (run.failed > 0 || run.reports.length === 0) io.setExitCode(1);

@@ -9,6 +9,7 @@ import type { DurableCommitter } from "../platform/db/durable.ts";
 import { expireBatch, retryingTransitions, transitionInTransaction } from "./invoice-transitions.ts";
 import type { InvoicesRepository } from "../readmodel/invoice-documents.ts";
 import type { Invoice } from "../schemas/invoices.schemas.ts";
+import { createStoresRepository } from "../stores/stores.repository.ts";
 
 /** Who asked, for the log line: the admin API or the command line. */
 export type Actor = "admin API" | "command line";
@@ -48,10 +49,10 @@ const DEFAULT_BATCH = 100;
 
 export function createInvoiceLifecycleService(deps: LifecycleDeps): InvoiceLifecycleService {
   const { db, invoices, now } = deps;
+  const stores = createStoresRepository(db);
 
   async function merchantAction(storeId: string, invoiceId: string, action: "cancel" | "refund", by: MerchantActionInput): Promise<Invoice> {
-    const store = await db.selectFrom("stores").select("id").where("id", "=", storeId).executeTakeFirst();
-    if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
+    if (!(await stores.storeExists(storeId))) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
     const verb = action === "cancel" ? "Cancelled" : "Refunded";
     const reason = by.reason?.trim();
     const input = {

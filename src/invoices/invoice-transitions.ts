@@ -13,7 +13,8 @@ import type { Database } from "../platform/db/schema.ts";
 import { appendEvent } from "../events/events.repository.ts";
 import { invoiceEventType } from "../events/events.types.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
-import { readInvoiceSnapshot, toInvoice } from "../readmodel/invoice-documents.ts";
+import { toInvoice } from "../readmodel/invoice-documents.ts";
+import { readInvoiceSnapshot } from "./invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export interface TransitionLogLine {

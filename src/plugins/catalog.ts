@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadFixtures } from "../../tools/plugin-test/runner.ts";
+import { loadFixtures } from "./fixtures.ts";
 
 export const CATALOG_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../plugins-catalog");
 

@@ -8,6 +8,7 @@ import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { missingRequiredSettings, readCatalogManifest } from "./catalog.ts";
+import { catalogBaseOf, type Executor, highestVersion, insertInstallation, insertVersion, isEnabled, lockInstallation, updateInstallation, versionsWithHash } from "./plugins.repository.ts";
 import type { SecretBox } from "../platform/crypto/secret-box.ts";
 
 export interface InstallInput {
@@ -37,19 +38,6 @@ export interface InstallResult {
 }
 
 export const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
-
-/** The catalogue plugin an installation came from: the newest version installed from the catalogue. */
-export async function catalogBaseOf(db: Kysely<Database>, installationId: string): Promise<string | null> {
-  const row = await db
-    .selectFrom("plugin_versions")
-    .select("catalog_name")
-    .where("installation_id", "=", installationId)
-    .where("catalog_name", "is not", null)
-    .orderBy("version", "desc")
-    .limit(1)
-    .executeTakeFirst();
-  return row?.catalog_name ?? null;
-}
 
 /** Refuses settings that lack a required one of the catalogue plugin's declared settings, naming them. */
 export function requireDeclaredSettings(catalog: string | null, secrets: Record<string, string>): void {
@@ -89,12 +77,11 @@ function mergeSecrets(box: SecretBox, existing: { secrets: string; secret_names:
  * identical re-upload, or a rollback by upload, makes no new version), else the next number after the
  * highest (after a rollback, the current version is not the highest).
  */
-async function versionFor(tx: Kysely<Database>, installationId: string, source: string): Promise<{ version: number; isNew: boolean }> {
-  const same = await tx.selectFrom("plugin_versions").select(["version", "source"]).where("installation_id", "=", installationId).where("source_sha256", "=", sha256(source)).orderBy("version", "desc").execute();
+async function versionFor(tx: Executor, installationId: string, source: string): Promise<{ version: number; isNew: boolean }> {
+  const same = await versionsWithHash(tx, installationId, sha256(source));
   const match = same.find((r) => r.source === source);
   if (match) return { version: match.version, isNew: false };
-  const top = await tx.selectFrom("plugin_versions").select((eb) => eb.fn.max("version").as("max")).where("installation_id", "=", installationId).executeTakeFirst();
-  return { version: Number(top?.max ?? 0) + 1, isNew: true };
+  return { version: (await highestVersion(tx, installationId)) + 1, isNew: true };
 }
 
 /** One attempt at an install: reads the installation and writes the change in one transaction. */
@@ -102,15 +89,8 @@ export function installOnce(db: Kysely<Database>, box: SecretBox, at: { storeId:
   const { storeId, name, t } = at;
   let source = initialSource;
   return db.transaction().execute(async (tx) => {
-    // An UPDATE, not a SELECT: on PostgreSQL it locks the installation row, so concurrent uploads of one
-    // plugin take turns and each reads the secrets and versions the other committed.
-    const existing = await tx
-      .updateTable("plugin_installations")
-      .set({ updated_at: t })
-      .where("store_id", "=", storeId)
-      .where("name", "=", name)
-      .returning(["id", "secrets", "secret_names", "current_version"])
-      .executeTakeFirst();
+    // Locks the installation row (PostgreSQL): concurrent uploads of one plugin take turns.
+    const existing = await lockInstallation(tx, storeId, name, t);
     if (input.baseVersion !== undefined && existing?.current_version !== input.baseVersion) {
       const current = existing?.current_version ?? null;
       throw new AppError("version_conflict", `This save is based on version ${input.baseVersion}, but ${current === null ? "the plugin is not installed any more" : `version ${current} is current`}: compare your changes with it and save again`, {
@@ -129,36 +109,25 @@ export function installOnce(db: Kysely<Database>, box: SecretBox, at: { storeId:
     if (!existing) {
       id = newId("plg");
       version = 1;
-      await tx
-        .insertInto("plugin_installations")
-        .values({ id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, allowed_sources: storedSources(input.allowedSources), created_at: t, updated_at: t })
-        .execute();
+      await insertInstallation(tx, { id, store_id: storeId, name, enabled: input.enabled === false ? 0 : 1, current_version: 1, secrets: sealed, secret_names: secretNames, allowed_sources: storedSources(input.allowedSources), created_at: t, updated_at: t });
     } else {
       id = existing.id;
       const target = source === undefined ? null : await versionFor(tx, id, source);
-      await tx
-        .updateTable("plugin_installations")
-        .set({
-          ...(target === null ? {} : { current_version: target.version }),
-          secrets: sealed,
-          secret_names: secretNames,
-          updated_at: t,
-          ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
-          ...(input.allowedSources === undefined ? {} : { allowed_sources: storedSources(input.allowedSources) }),
-        })
-        .where("id", "=", id)
-        .execute();
+      await updateInstallation(tx, id, {
+        ...(target === null ? {} : { current_version: target.version }),
+        secrets: sealed,
+        secret_names: secretNames,
+        updated_at: t,
+        ...(input.enabled === undefined ? {} : { enabled: input.enabled ? 1 : 0 }),
+        ...(input.allowedSources === undefined ? {} : { allowed_sources: storedSources(input.allowedSources) }),
+      });
       version = target?.version ?? existing.current_version;
       reused = target !== null && !target.isNew;
       if (!target?.isNew) source = undefined;
     }
     if (source !== undefined) {
-      await tx
-        .insertInto("plugin_versions")
-        .values({ installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, note: input.note?.trim() || null, created_at: t })
-        .execute();
+      await insertVersion(tx, { installation_id: id, version, source, source_sha256: sha256(source), catalog_name: input.catalog ?? null, note: input.note?.trim() || null, created_at: t });
     }
-    const enabled = await tx.selectFrom("plugin_installations").select("enabled").where("id", "=", id).executeTakeFirstOrThrow();
-    return { name, version, enabled: enabled.enabled !== 0, created: !existing, reused };
+    return { name, version, enabled: await isEnabled(tx, id), created: !existing, reused };
   });
 }

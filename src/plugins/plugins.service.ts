@@ -11,8 +11,10 @@ import type { CompileCheck } from "../sandbox/index.ts";
 import { readCatalogPlugin } from "./catalog.ts";
 import { sourceRangesProblem } from "./source-ranges.ts";
 import { type InstallInput, type InstallResult, installOnce, requireDeclaredSettings } from "./plugins.install.ts";
+import { createPluginsRepository, type InstallationRow } from "./plugins.repository.ts";
 import type { SecretBox } from "../platform/crypto/secret-box.ts";
 import type { KeyCache } from "../stores/key-cache.ts";
+import { createStoresRepository } from "../stores/stores.repository.ts";
 
 export const PLUGIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** Versions are PostgreSQL integers. */
@@ -115,6 +117,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * them all, as a change made elsewhere does through the database (src/stores/key-cache.ts).
  */
 export function createPluginsService(db: Kysely<Database>, box: SecretBox, compiler: PluginCompiler, now: () => number = Date.now, remembered: KeyCache<RunnablePlugin> | null = null): PluginsService {
+  const repo = createPluginsRepository(db);
+  const stores = createStoresRepository(db);
   /** Forgets the remembered plugins once a change of this process has committed (and before it answers). */
   const changed = async <T>(work: Promise<T>): Promise<T> => {
     try {
@@ -124,40 +128,17 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     }
   };
   async function requireStore(storeId: string) {
-    const store = await db.selectFrom("stores").select("id").where("id", "=", storeId).executeTakeFirst();
-    if (!store) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
-  }
-
-  /** A store's installations with their current version's source and catalogue name. */
-  function installationsOf(storeId: string) {
-    return db
-      .selectFrom("plugin_installations as p")
-      .innerJoin("plugin_versions as v", (j) => j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version"))
-      .select(["p.id", "p.name", "p.enabled", "p.current_version", "p.secret_names", "p.secrets", "p.allowed_sources", "p.created_at", "p.updated_at", "v.catalog_name", "v.source"])
-      // The catalogue plugin it came from: the newest version installed from the catalogue.
-      .select((eb) =>
-        eb
-          .selectFrom("plugin_versions as b")
-          .select("b.catalog_name")
-          .whereRef("b.installation_id", "=", "p.id")
-          .where("b.catalog_name", "is not", null)
-          .orderBy("b.version", "desc")
-          .limit(1)
-          .as("catalog_base"),
-      )
-      .where("p.store_id", "=", storeId);
+    if (!(await stores.storeExists(storeId))) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
   }
 
   async function requireInstallation(storeId: string, name: string) {
     await requireStore(storeId);
-    const row = await installationsOf(storeId)
-      .where("p.name", "=", name)
-      .executeTakeFirst();
+    const row = await repo.installation(storeId, name);
     if (!row) throw new AppError("plugin_not_found", `No plugin ${name} in store ${storeId}`, { param: "pluginName" });
     return row;
   }
 
-  const toInfo = (r: Awaited<ReturnType<typeof requireInstallation>>): PluginInfo => ({
+  const toInfo = (r: InstallationRow): PluginInfo => ({
     name: r.name,
     version: r.current_version,
     enabled: r.enabled !== 0,
@@ -169,7 +150,67 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
     updatedAt: iso(r.updated_at),
   });
 
-  const service: PluginsService = {
+  /** Changes the installation's row, then answers with it as it now is. */
+  async function update(storeId: string, name: string, installationId: string, changes: Parameters<typeof repo.updateInstallation>[1]): Promise<PluginInfo> {
+    await changed(repo.updateInstallation(installationId, changes));
+    return toInfo(await requireInstallation(storeId, name));
+  }
+
+  /** The source to install: the given one or the catalogue's, refused when it is too large or does not compile. */
+  async function checkedSource(input: InstallInput): Promise<string | undefined> {
+    let source = input.source;
+    if (input.catalog !== undefined) {
+      const fromCatalog = readCatalogPlugin(input.catalog);
+      if (fromCatalog === null) throw new AppError("plugin_not_found", `No catalogue plugin ${input.catalog}`, { param: "catalog" });
+      source = fromCatalog;
+    }
+    if (source === undefined) return undefined;
+    if (Buffer.byteLength(source) > MAX_SOURCE_BYTES) throw new AppError("invalid_plugin", `source is larger than ${MAX_SOURCE_BYTES} bytes`, { param: "source" });
+    const check = await compiler.check(source);
+    if (!check.ok) {
+      throw new AppError("invalid_plugin", `The plugin does not compile${check.line === null ? "" : ` (line ${check.line})`}: ${check.message}`, {
+        param: "source",
+        details: { line: check.line },
+      });
+    }
+    return source;
+  }
+
+  async function loadForRun(storeId: string, name: string, version?: number): Promise<RunnablePlugin> {
+    if (version !== undefined || remembered === null) return loadFromDatabase(storeId, name, version);
+    const key = `${storeId}\u0000${name}`;
+    const known = remembered.get(key);
+    if (known !== undefined) return known;
+    const remember = remembered.begin();
+    const plugin = await loadFromDatabase(storeId, name, undefined);
+    remember(key, plugin);
+    return plugin;
+  }
+
+  async function loadFromDatabase(storeId: string, name: string, version: number | undefined): Promise<RunnablePlugin> {
+    // One query: store, installation and the version's source together.
+    const row = await repo.runnable(storeId, name, version);
+    if (!row) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
+    if (row.installation_id === null) throw new AppError("plugin_not_found", `No plugin ${name} installed in store ${storeId}`, { param: "pluginName" });
+    if (row.version === null || row.source === null) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version ?? "current"}`, { param: "version" });
+    const secrets = box.open(row.secrets ?? "");
+    if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
+    return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets, allowedSources: parseSources(row.allowed_sources) };
+  }
+
+  /** The delivery target read alone (no secrets opened): for a plugin whose secrets this key cannot open. */
+  async function targetFromDatabase(storeId: string, name: string): Promise<DeliveryTarget> {
+    const row = await repo.deliveryTarget(storeId, name);
+    return { runnable: row?.enabled === 1, allowedSources: parseSources(row?.allowed_sources ?? null) };
+  }
+
+  async function versionRow(installationId: string, name: string, version: number) {
+    const row = await repo.version(installationId, version);
+    if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
+    return row;
+  }
+
+  return {
     async install(storeId, name, input) {
       if (!PLUGIN_NAME.test(name)) {
         throw new AppError("invalid_request", "plugin name must be 1-64 letters, digits, _ or -, starting with a letter or digit", { param: "name" });
@@ -185,22 +226,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       if (input.source !== undefined && input.catalog !== undefined) {
         throw new AppError("invalid_request", "give either source or catalog, not both", { param: "catalog" });
       }
-      let source = input.source;
-      if (input.catalog !== undefined) {
-        const fromCatalog = readCatalogPlugin(input.catalog);
-        if (fromCatalog === null) throw new AppError("plugin_not_found", `No catalogue plugin ${input.catalog}`, { param: "catalog" });
-        source = fromCatalog;
-      }
-      if (source !== undefined) {
-        if (Buffer.byteLength(source) > MAX_SOURCE_BYTES) throw new AppError("invalid_plugin", `source is larger than ${MAX_SOURCE_BYTES} bytes`, { param: "source" });
-        const check = await compiler.check(source);
-        if (!check.ok) {
-          throw new AppError("invalid_plugin", `The plugin does not compile${check.line === null ? "" : ` (line ${check.line})`}: ${check.message}`, {
-            param: "source",
-            details: { line: check.line },
-          });
-        }
-      }
+      const source = await checkedSource(input);
       await requireStore(storeId);
       const t = now();
       // Two first installs of one name at once (PostgreSQL): the loser's insert hits the unique
@@ -216,10 +242,7 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
     async list(storeId) {
       await requireStore(storeId);
-      const rows = await installationsOf(storeId)
-        .orderBy("p.name")
-        .execute();
-      return rows.map(toInfo);
+      return (await repo.installations(storeId)).map(toInfo);
     },
 
     async get(storeId, name) {
@@ -229,15 +252,13 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
 
     async versions(storeId, name) {
       const inst = await requireInstallation(storeId, name);
-      const rows = await db.selectFrom("plugin_versions").select(["version", "source_sha256", "catalog_name", "note", "created_at"]).where("installation_id", "=", inst.id).orderBy("version", "desc").execute();
+      const rows = await repo.versions(inst.id);
       return rows.map((r) => ({ version: r.version, sha256: r.source_sha256, catalog: r.catalog_name, note: r.note, createdAt: iso(r.created_at), current: r.version === inst.current_version }));
     },
 
     async versionSource(storeId, name, version) {
       const inst = await requireInstallation(storeId, name);
-      const row = await db.selectFrom("plugin_versions").select("source").where("installation_id", "=", inst.id).where("version", "=", version).executeTakeFirst();
-      if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
-      return row.source;
+      return (await versionRow(inst.id, name, version)).source;
     },
 
     async replaceSecrets(storeId, name, given, keep = []) {
@@ -250,31 +271,23 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       }
       requireDeclaredSettings(inst.catalog_base, secrets);
       const secretNames = Object.keys(secrets).sort().join(" ");
-      await changed(db.updateTable("plugin_installations").set({ secrets: box.seal(secrets), secret_names: secretNames, updated_at: now() }).where("id", "=", inst.id).execute());
-      return toInfo(await requireInstallation(storeId, name));
+      return update(storeId, name, inst.id, { secrets: box.seal(secrets), secret_names: secretNames, updated_at: now() });
     },
 
     async setEnabled(storeId, name, enabled) {
       const inst = await requireInstallation(storeId, name);
-      await changed(db.updateTable("plugin_installations").set({ enabled: enabled ? 1 : 0, updated_at: now() }).where("id", "=", inst.id).execute());
-      return toInfo(await requireInstallation(storeId, name));
+      return update(storeId, name, inst.id, { enabled: enabled ? 1 : 0, updated_at: now() });
     },
 
     async remove(storeId, name) {
       const inst = await requireInstallation(storeId, name);
-      await changed(
-        db.transaction().execute(async (tx) => {
-          await tx.deleteFrom("plugin_versions").where("installation_id", "=", inst.id).execute();
-          await tx.deleteFrom("plugin_installations").where("id", "=", inst.id).execute();
-        }),
-      );
+      await changed(repo.removeInstallation(inst.id));
     },
 
     async rollback(storeId, name, version) {
       const inst = await requireInstallation(storeId, name);
       await versionRow(inst.id, name, version);
-      await changed(db.updateTable("plugin_installations").set({ current_version: version, updated_at: now() }).where("id", "=", inst.id).execute());
-      return toInfo(await requireInstallation(storeId, name));
+      return update(storeId, name, inst.id, { current_version: version, updated_at: now() });
     },
 
     async diff(storeId, name, versions) {
@@ -295,21 +308,12 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       };
     },
 
-    async loadForRun(storeId, name, version) {
-      if (version !== undefined || remembered === null) return loadFromDatabase(storeId, name, version);
-      const key = `${storeId}\u0000${name}`;
-      const known = remembered.get(key);
-      if (known !== undefined) return known;
-      const remember = remembered.begin();
-      const plugin = await loadFromDatabase(storeId, name, undefined);
-      remember(key, plugin);
-      return plugin;
-    },
+    loadForRun,
 
     async deliveryTarget(storeId, name) {
       // The plugin the delivery will run, remembered: the check before the body costs no statement.
       try {
-        const plugin = await service.loadForRun(storeId, name);
+        const plugin = await loadForRun(storeId, name);
         return { runnable: plugin.enabled, allowedSources: plugin.allowedSources };
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
@@ -319,43 +323,4 @@ export function createPluginsService(db: Kysely<Database>, box: SecretBox, compi
       }
     },
   };
-
-  async function loadFromDatabase(storeId: string, name: string, version: number | undefined): Promise<RunnablePlugin> {
-    // One query: store, installation and the version's source together.
-      const row = await db
-        .selectFrom("stores as s")
-        .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
-        .leftJoin("plugin_versions as v", (j) =>
-          version === undefined ? j.onRef("v.installation_id", "=", "p.id").onRef("v.version", "=", "p.current_version") : j.onRef("v.installation_id", "=", "p.id").on("v.version", "=", version),
-        )
-        .select(["s.id as store_id", "p.id as installation_id", "p.enabled", "p.secrets", "p.allowed_sources", "v.version", "v.source"])
-        .where("s.id", "=", storeId)
-        .executeTakeFirst();
-      if (!row) throw new AppError("store_not_found", `No store ${storeId}`, { param: "storeId" });
-      if (row.installation_id === null) throw new AppError("plugin_not_found", `No plugin ${name} installed in store ${storeId}`, { param: "pluginName" });
-      if (row.version === null || row.source === null) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version ?? "current"}`, { param: "version" });
-      const secrets = box.open(row.secrets ?? "");
-      if (secrets === null) throw new AppError("secrets_unavailable", `The secrets of plugin ${name} in store ${storeId} cannot be opened: SECRETS_KEY differs from the key they were stored with`);
-      return { storeId, name, version: row.version, enabled: row.enabled !== 0, source: row.source, secrets, allowedSources: parseSources(row.allowed_sources) };
-  }
-
-  /** The delivery target read alone (no secrets opened): for a plugin whose secrets this key cannot open. */
-  async function targetFromDatabase(storeId: string, name: string): Promise<DeliveryTarget> {
-    const row = await db
-      .selectFrom("stores as s")
-      .leftJoin("plugin_installations as p", (j) => j.onRef("p.store_id", "=", "s.id").on("p.name", "=", name))
-      .select(["p.enabled", "p.allowed_sources"])
-      .where("s.id", "=", storeId)
-      .executeTakeFirst();
-    return { runnable: row?.enabled === 1, allowedSources: parseSources(row?.allowed_sources ?? null) };
-  }
-
-  async function versionRow(installationId: string, name: string, version: number) {
-    const row = await db.selectFrom("plugin_versions").select(["version", "source", "source_sha256"]).where("installation_id", "=", installationId).where("version", "=", version).executeTakeFirst();
-    if (!row) throw new AppError("plugin_not_found", `Plugin ${name} has no version ${version}`, { param: "version" });
-    return row;
-  }
-
-  return service;
 }
-

@@ -2,7 +2,7 @@
 // their indexes), its documents from the read model's stored JSON of those ids (src/readmodel/documents.ts). An invoice
 // whose document is missing (a write that did not refresh it) is assembled from the source tables, three
 // more queries for those invoices only.
-import { type Kysely, type Selectable, SqliteAdapter, type Transaction, sql } from "kysely";
+import type { Kysely, Selectable } from "kysely";
 import type { Database, InvoicesTable } from "../platform/db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
@@ -11,23 +11,6 @@ import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKey
 import type { CustomerInvoice, Invoice } from "../schemas/invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
-
-/** Every column of an invoice, named (a prepared statement's row type stays what it was: see database.ts). */
-const INVOICE_COLUMNS = [
-  "id",
-  "store_id",
-  "customer_id",
-  "total_cents",
-  "payment_method",
-  "displayed_payment_info",
-  "created_on_session_id",
-  "left_feedback",
-  "status",
-  "discord_id",
-  "discord_email",
-  "created_at",
-  "updated_at",
-] as const satisfies readonly (keyof InvoiceRow)[];
 
 export function toCustomerInvoice(row: InvoiceRow): CustomerInvoice {
   return {
@@ -77,47 +60,6 @@ export async function assembleInvoices(db: Kysely<Database>, rows: InvoiceRow[])
   const itemsBy = groupBy(items, (i) => i.invoice_id);
   const logsBy = groupBy(logs, (l) => l.invoice_id);
   return rows.map((row) => toInvoice(row, fieldsBy.get(row.id) ?? [], itemsBy.get(row.id) ?? [], logsBy.get(row.id) ?? []));
-}
-
-/** An invoice's source row with its fields, items and log lines: what a transition needs to describe it. */
-export interface InvoiceSnapshot {
-  row: InvoiceRow;
-  fields: FieldRow[];
-  items: ItemRow[];
-  logs: LogRow[];
-}
-
-/**
- * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
- * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
- * decoded; on SQLite as text.
- */
-export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string): Promise<InvoiceSnapshot | null> {
-  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
-  const rows = (table: string, columns: string, order: string) =>
-    sqlite
-      ? sql<unknown>`(select json_group_array(json_array(${sql.raw(columns)}) order by ${sql.raw(order)}) from ${sql.table(table)} where invoice_id = i.id)`
-      : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
-  const found = await db
-    .selectFrom("invoices as i")
-    .select(INVOICE_COLUMNS.map((c) => `i.${c}` as const))
-    .select([
-      rows("invoice_fields", "key, value, type", "position").as("fields_json"),
-      rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
-      rows("invoice_logs", "log, type, created_at", "id").as("logs_json"),
-    ])
-    .where("i.id", "=", invoiceId)
-    .where("i.store_id", "=", storeId)
-    .executeTakeFirst();
-  if (found === undefined) return null;
-  const { fields_json, items_json, logs_json, ...row } = found;
-  const array = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v) as unknown[][];
-  return {
-    row,
-    fields: array(fields_json).map(([key, value, type]) => ({ key: String(key), value: String(value), type: String(type) })),
-    items: array(items_json).map(([variant, quantity, price, coupon]) => ({ product_variant_id: String(variant), quantity: Number(quantity), price_cents: Number(price), coupon_id: coupon == null ? null : String(coupon) })),
-    logs: array(logs_json).map(([log, type, at]) => ({ log: String(log), type: String(type), created_at: Number(at) })),
-  };
 }
 
 export interface InvoicesRepository {

@@ -1,12 +1,13 @@
 // Stores and their API keys. A key is random, shown once, stored only as its SHA-256 (a 256-bit random
 // secret needs no slow hash), belongs to exactly one store, carries scopes, and can be revoked.
 import { createHash, randomBytes } from "node:crypto";
-import type { Kysely, Selectable } from "kysely";
-import type { ApiKeysTable, Database } from "../platform/db/schema.ts";
+import type { Kysely } from "kysely";
+import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/ids.ts";
 import { versionToRemember } from "../versioning/registry.ts";
 import type { KeyCache } from "./key-cache.ts";
+import { type ApiKeyRow, createStoresRepository, type StoreRow } from "./stores.repository.ts";
 
 export const SCOPES = ["customers:read", "invoices:read", "events:read"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -63,13 +64,14 @@ export interface StoresService {
  * clears it, as a change made elsewhere does through the database.
  */
 export function createStoresService(db: Kysely<Database>, now: () => number = Date.now, keys: KeyCache<AuthenticatedKey> | null = null): StoresService {
-  const toStore = (r: { id: string; name: string; created_at: number }): Store => ({
+  const repo = createStoresRepository(db);
+  const toStore = (r: StoreRow): Store => ({
     id: r.id,
     name: r.name,
     createdAt: new Date(r.created_at).toISOString(),
   });
 
-  const toKeyInfo = (r: Selectable<ApiKeysTable>): ApiKeyInfo => ({
+  const toKeyInfo = (r: ApiKeyRow): ApiKeyInfo => ({
     id: r.id,
     storeId: r.store_id,
     name: r.name,
@@ -80,27 +82,29 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
     version: r.api_version,
   });
 
-  const service: StoresService = {
+  async function getStore(id: string): Promise<Store | null> {
+    const row = await repo.getStore(id);
+    return row ? toStore(row) : null;
+  }
+  async function requireStore(id: string): Promise<Store> {
+    const store = await getStore(id);
+    if (!store) throw new AppError("store_not_found", `No store ${id}`, { param: "storeId" });
+    return store;
+  }
+
+  return {
     async createStore(name) {
       const row = { id: newId("st"), name, created_at: now() };
-      await db.insertInto("stores").values(row).execute();
+      await repo.insertStore(row);
       return toStore(row);
     },
     async listStores() {
-      const rows = await db.selectFrom("stores").selectAll().orderBy("created_at").orderBy("id").execute();
-      return rows.map(toStore);
+      return (await repo.listStores()).map(toStore);
     },
-    async getStore(id) {
-      const row = await db.selectFrom("stores").selectAll().where("id", "=", id).executeTakeFirst();
-      return row ? toStore(row) : null;
-    },
-    async requireStore(id) {
-      const store = await service.getStore(id);
-      if (!store) throw new AppError("store_not_found", `No store ${id}`, { param: "storeId" });
-      return store;
-    },
+    getStore,
+    requireStore,
     async createKey(storeId, options = {}) {
-      await service.requireStore(storeId);
+      await requireStore(storeId);
       const scopes = options.scopes ?? SCOPES;
       const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
       if (unknown.length > 0 || scopes.length === 0) {
@@ -110,52 +114,33 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       const key = KEY_PREFIX + randomBytes(32).toString("base64url");
       const id = newId("key");
       const unique = [...new Set(scopes)] as Scope[];
-      await db
-        .insertInto("api_keys")
-        .values({
-          id,
-          store_id: storeId,
-          key_hash: hashApiKey(key),
-          key_prefix: key.slice(0, 10),
-          name: options.name ?? null,
-          scopes: unique.join(" "),
-          created_at: now(),
-          revoked_at: null,
-          api_version: version,
-        })
-        .execute();
+      await repo.insertKey({
+        id,
+        store_id: storeId,
+        key_hash: hashApiKey(key),
+        key_prefix: key.slice(0, 10),
+        name: options.name ?? null,
+        scopes: unique.join(" "),
+        created_at: now(),
+        revoked_at: null,
+        api_version: version,
+      });
       return { id, key, scopes: unique, version };
     },
     async listKeys(storeId) {
-      await service.requireStore(storeId);
-      const rows = await db.selectFrom("api_keys").selectAll().where("store_id", "=", storeId).orderBy("created_at").orderBy("id").execute();
-      return rows.map(toKeyInfo);
+      await requireStore(storeId);
+      return (await repo.listKeys(storeId)).map(toKeyInfo);
     },
     async setKeyVersion(storeId, keyId, version) {
-      const row = await db
-        .updateTable("api_keys")
-        .set({ api_version: versionToRemember(version) })
-        .where("id", "=", keyId)
-        .where("store_id", "=", storeId)
-        .returningAll()
-        .executeTakeFirst();
+      const row = await repo.setKeyVersion(storeId, keyId, versionToRemember(version));
       keys?.clear();
       if (!row) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
       return toKeyInfo(row);
     },
     async revokeKey(storeId, keyId) {
-      const result = await db
-        .updateTable("api_keys")
-        .set({ revoked_at: now() })
-        .where("id", "=", keyId)
-        .where("store_id", "=", storeId)
-        .where("revoked_at", "is", null)
-        .executeTakeFirst();
+      const revoked = await repo.revokeKey(storeId, keyId, now());
       keys?.clear();
-      if (Number(result.numUpdatedRows) === 0) {
-        const exists = await db.selectFrom("api_keys").select("id").where("id", "=", keyId).where("store_id", "=", storeId).executeTakeFirst();
-        if (!exists) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
-      }
+      if (!revoked && !(await repo.keyExists(storeId, keyId))) throw new AppError("key_not_found", `No key ${keyId} in store ${storeId}`, { param: "keyId" });
     },
     async authenticate(key) {
       if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
@@ -163,16 +148,11 @@ export function createStoresService(db: Kysely<Database>, now: () => number = Da
       const known = keys?.get(hash);
       if (known !== undefined) return known;
       const remember = keys?.begin();
-      const row = await db
-        .selectFrom("api_keys")
-        .select(["id", "store_id", "scopes", "revoked_at", "api_version"])
-        .where("key_hash", "=", hash)
-        .executeTakeFirst();
+      const row = await repo.findKeyByHash(hash);
       if (!row || row.revoked_at !== null) return null;
       const authenticated: AuthenticatedKey = { keyId: row.id, storeId: row.store_id, scopes: new Set(row.scopes.split(" ")), version: row.api_version };
       remember?.(hash, authenticated);
       return authenticated;
     },
   };
-  return service;
 }

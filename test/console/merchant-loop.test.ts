@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { consoleBundle } from "../../src/console/console.assets.ts";
-import { parseFixture } from "../../tools/plugin-test/runner.ts";
+import { parseFixture } from "../../src/plugins/fixtures.ts";
 import { browserSkip, type ConsoleRig, screenshot, signIn, startConsole } from "../helpers/browser.ts";
 import { CATALOG } from "../helpers/catalog.ts";
 

@@ -1,7 +1,7 @@
 // The catalogue as shipped: every reference plugin compiles and passes its own fixtures through
 // `storefront plugins test` (real sandbox, no database, no server); every fixture signature is what the
 // provider's own library produces or accepts; and the test runner's fixture format behaves as
-// documented (clock pinning, defaults, environment secrets, local HTTP answers, failures and exit code).
+// documented (the fixture's clock, defaults, environment secrets, local HTTP answers, failures and exit code).
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +13,9 @@ import Stripe from "stripe";
 import { Webhook } from "standardwebhooks";
 import { registerPluginTestCommand } from "../../src/cli/plugins-test.command.ts";
 import { listCatalog, readCatalogPlugin } from "../../src/plugins/catalog.ts";
-import { formatTestRun, loadFixtures, pinClock, runFixtures, testPlugin } from "../../tools/plugin-test/runner.ts";
+import { loadFixtures } from "../../src/plugins/fixtures.ts";
+import { formatTestRun } from "../../tools/plugin-test/report.ts";
+import { runFixtures, testPlugin } from "../../tools/plugin-test/runner.ts";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.ts";
 import { CATALOG } from "../helpers/catalog.ts";
 
@@ -181,13 +183,12 @@ describe("storefront plugins test", () => {
     assert.match(out, /no fixtures found/);
   });
 
-  test("now pins os.time() and os.date() without moving line numbers; the real clock otherwise", async () => {
-    const source = 'log(tostring(os.time()) .. " " .. os.date("!%Y-%m-%d"))\nif request.body == "boom" then error("boom") end\nreturn { status = "ignore" }\n';
-    const pinned = pinClock(source, 1735689630);
-    assert.equal(pinned.split("\n").length, source.split("\n").length, "no line added");
+  test("now is the sandbox's clock: os.time() and os.date() answer it, also through _G.os; the real clock otherwise", async () => {
+    // The plugin's source is run as written (no line added): the error on line 2 is reported at line 2.
+    const source = 'log(tostring(os.time()) .. " " .. os.date("!%Y-%m-%d") .. " " .. tostring(_G.os.time()))\nif request.body == "boom" then error("boom") end\nreturn { status = "ignore" }\n';
     const base = { file: "x", description: null, request: { method: "POST", headers: {}, query: {}, body: Buffer.from("ok") }, secrets: {}, store: { id: "st_1" }, plugin: { name: "p", version: 1 }, invoices: {}, http: [] };
     const [at, boom, real] = await runFixtures(source, [
-      { ...base, name: "at", now: 1735689630, expect: { kind: "result", status: "ignore", invoiceId: null, logs: [{ type: "info", contains: "1735689630 2025-01-01" }] } },
+      { ...base, name: "at", now: 1735689630, expect: { kind: "result", status: "ignore", invoiceId: null, logs: [{ type: "info", contains: "1735689630 2025-01-01 1735689630" }] } },
       { ...base, name: "boom", now: 1735689630, request: { ...base.request, body: Buffer.from("boom") }, expect: { kind: "error", error: "script_error", message: "boom", logs: [] } },
       { ...base, name: "real", now: null, expect: { kind: "result", status: "ignore", invoiceId: null, logs: [{ type: null, contains: String(Math.floor(Date.now() / 1000)).slice(0, 6) }] } },
     ]);

@@ -1,0 +1,104 @@
+// An invoice's own rows (the invoice, its items, custom fields and log lines, the customer session it was
+// created on) as statements: checkout's reads and writes, and the snapshot a status change starts from.
+// Statements of a transaction take the caller's transaction. The API's reads of invoices are the read
+// model's (src/readmodel/invoice-documents.ts).
+import { type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
+import type { CustomerSessionsTable, Database, InvoiceFieldsTable, InvoiceItemsTable, InvoiceLogsTable, InvoicesTable } from "../platform/db/schema.ts";
+import type { InvoiceRow } from "../readmodel/invoice-documents.ts";
+
+/** Every column of an invoice, named (a prepared statement's row type stays what it was: see database.ts). */
+const INVOICE_COLUMNS = [
+  "id",
+  "store_id",
+  "customer_id",
+  "total_cents",
+  "payment_method",
+  "displayed_payment_info",
+  "created_on_session_id",
+  "left_feedback",
+  "status",
+  "discord_id",
+  "discord_email",
+  "created_at",
+  "updated_at",
+] as const satisfies readonly (keyof InvoiceRow)[];
+
+/** An invoice's source row with its fields, items and log lines: what a transition needs to describe it. */
+export interface InvoiceSnapshot {
+  row: InvoiceRow;
+  fields: { key: string; value: string; type: string }[];
+  items: { product_variant_id: string; quantity: number; price_cents: number; coupon_id: string | null }[];
+  logs: { log: string; type: string; created_at: number }[];
+}
+
+/** A new invoice's rows, written together. */
+export interface NewInvoice {
+  invoice: Insertable<InvoicesTable>;
+  items: Insertable<InvoiceItemsTable>[];
+  fields: Insertable<InvoiceFieldsTable>[];
+  firstLog: Insertable<InvoiceLogsTable>;
+}
+
+export interface InvoiceSourceRepository {
+  /** The store's customer (its id and when it was created), or null when the store has no such customer. */
+  findCustomer(storeId: string, customerId: string): Promise<{ id: string; created_at: number } | null>;
+}
+
+export function createInvoiceSourceRepository(db: Kysely<Database>): InvoiceSourceRepository {
+  return {
+    async findCustomer(storeId, customerId) {
+      return (await db.selectFrom("customers").select(["id", "created_at"]).where("id", "=", customerId).where("store_id", "=", storeId).executeTakeFirst()) ?? null;
+    },
+  };
+}
+
+/** Whether the session is one of this customer's. */
+export async function isCustomerSession(tx: Transaction<Database>, sessionId: string, customerId: string): Promise<boolean> {
+  const own = await tx.selectFrom("customer_sessions").select("id").where("id", "=", sessionId).where("customer_id", "=", customerId).executeTakeFirst();
+  return own !== undefined;
+}
+
+export async function insertSession(tx: Transaction<Database>, row: Insertable<CustomerSessionsTable>): Promise<void> {
+  await tx.insertInto("customer_sessions").values(row).execute();
+}
+
+/** The invoice, its items, its fields (when it has any) and its first log line: three or four statements. */
+export async function insertInvoice(tx: Transaction<Database>, rows: NewInvoice): Promise<void> {
+  await tx.insertInto("invoices").values(rows.invoice).execute();
+  await tx.insertInto("invoice_items").values(rows.items).execute();
+  if (rows.fields.length > 0) await tx.insertInto("invoice_fields").values(rows.fields).execute();
+  await tx.insertInto("invoice_logs").values(rows.firstLog).execute();
+}
+
+/**
+ * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
+ * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
+ * decoded; on SQLite as text.
+ */
+export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string): Promise<InvoiceSnapshot | null> {
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  const rows = (table: string, columns: string, order: string) =>
+    sqlite
+      ? sql<unknown>`(select json_group_array(json_array(${sql.raw(columns)}) order by ${sql.raw(order)}) from ${sql.table(table)} where invoice_id = i.id)`
+      : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
+  const found = await db
+    .selectFrom("invoices as i")
+    .select(INVOICE_COLUMNS.map((c) => `i.${c}` as const))
+    .select([
+      rows("invoice_fields", "key, value, type", "position").as("fields_json"),
+      rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
+      rows("invoice_logs", "log, type, created_at", "id").as("logs_json"),
+    ])
+    .where("i.id", "=", invoiceId)
+    .where("i.store_id", "=", storeId)
+    .executeTakeFirst();
+  if (found === undefined) return null;
+  const { fields_json, items_json, logs_json, ...row } = found;
+  const array = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v) as unknown[][];
+  return {
+    row,
+    fields: array(fields_json).map(([key, value, type]) => ({ key: String(key), value: String(value), type: String(type) })),
+    items: array(items_json).map(([variant, quantity, price, coupon]) => ({ product_variant_id: String(variant), quantity: Number(quantity), price_cents: Number(price), coupon_id: coupon == null ? null : String(coupon) })),
+    logs: array(logs_json).map(([log, type, at]) => ({ log: String(log), type: String(type), created_at: Number(at) })),
+  };
+}
