@@ -1,16 +1,20 @@
-// The admin API under /api/admin: stores, keys, customers and checkout. Thin adapters over the services.
+// The admin API under /api/admin: stores, keys, customers and checkout. Thin adapters over the deps.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { CreateCustomerBodySchema } from "../schemas/customers.schemas.ts";
 import { CheckoutBodySchema } from "../schemas/invoices.schemas.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
-import { SCOPES } from "../stores/stores.service.ts";
-import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
-import { simulationAdminRoutes } from "../payments/simulation.routes.ts";
-import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
-import { deliveriesRoutes } from "../payments/deliveries.routes.ts";
-import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
+import type { Config } from "../config.ts";
+import type { SignInGuard } from "../auth/sign-in-guard.ts";
+import type { ConsoleService } from "../console/console.service.ts";
+import type { CustomersService } from "../customers/customers.service.ts";
+import type { InvoicesService } from "../invoices/invoices.service.ts";
+import { SCOPES, type StoresService } from "../stores/stores.service.ts";
+import { type PluginsRoutesDeps, pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
+import { type SimulationRoutesDeps, simulationAdminRoutes } from "../payments/simulation.routes.ts";
+import { type InvoiceLifecycleRoutesDeps, invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
+import { type DeliveriesRoutesDeps, deliveriesRoutes } from "../payments/deliveries.routes.ts";
+import { type EndpointsRoutesDeps, endpointsAdminRoutes } from "../events/endpoints.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -30,9 +34,22 @@ const KeyInfoSchema = Type.Object({
   version: KeyVersionSchema,
 });
 
-export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
+/**
+ * The admin token (or a console session) and the sign-in limit, the services behind the stores, keys,
+ * customers and checkout routes, and what each mounted route module names.
+ */
+export interface AdminRoutesDeps extends PluginsRoutesDeps, SimulationRoutesDeps, InvoiceLifecycleRoutesDeps, DeliveriesRoutesDeps, EndpointsRoutesDeps {
+  config: Pick<Config, "adminToken">;
+  signIn: SignInGuard;
+  console: ConsoleService;
+  stores: StoresService;
+  customers: Pick<CustomersService, "create">;
+  invoices: Pick<InvoicesService, "checkout">;
+}
+
+export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.addHook("onRequest", requireAdmin(services.config.adminToken, services.signIn, services.console));
+    app.addHook("onRequest", requireAdmin(deps.config.adminToken, deps.signIn, deps.console));
     const security = [{ adminToken: [] }];
     const tags = ["admin"];
 
@@ -47,14 +64,14 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: { 201: StoreSchema, ...errorResponses(400, 401) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.stores.createStore(request.body.name)),
+      async (request, reply) => reply.code(201).send(await deps.stores.createStore(request.body.name)),
     );
 
     app.get(
       "/stores",
       { schema: { tags, security, summary: "List stores", response: { 200: Type.Object({ data: Type.Array(StoreSchema) }) } } },
       async (request) => {
-        const stores = await services.stores.listStores();
+        const stores = await deps.stores.listStores();
         // A console login sees only its own stores.
         const allowed = request.consoleSession?.stores ?? null;
         return { data: allowed === null ? stores : stores.filter((s) => allowed.includes(s.id)) };
@@ -87,7 +104,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const body = request.body ?? {};
-        const created = await services.stores.createKey(request.params.storeId, {
+        const created = await deps.stores.createKey(request.params.storeId, {
           ...(body.scopes ? { scopes: body.scopes } : {}),
           ...(body.name ? { name: body.name } : {}),
           ...(body.version ? { version: body.version } : {}),
@@ -110,7 +127,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           },
         },
       },
-      async (request) => ({ data: await services.stores.listKeys(request.params.storeId) }),
+      async (request) => ({ data: await deps.stores.listKeys(request.params.storeId) }),
     );
 
     app.patch(
@@ -125,7 +142,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: { 200: KeyInfoSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.stores.setKeyVersion(request.params.storeId, request.params.keyId, request.body.version),
+      async (request) => deps.stores.setKeyVersion(request.params.storeId, request.params.keyId, request.body.version),
     );
 
     app.delete(
@@ -140,7 +157,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await services.stores.revokeKey(request.params.storeId, request.params.keyId);
+        await deps.stores.revokeKey(request.params.storeId, request.params.keyId);
         return reply.code(204).send(null);
       },
     );
@@ -165,7 +182,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.customers.create(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.customers.create(request.params.storeId, request.body)),
     );
 
     app.post(
@@ -181,13 +198,13 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: { 201: Type.Ref("Invoice"), ...errorResponses(400, 401, 404) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.invoices.checkout(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.invoices.checkout(request.params.storeId, request.body)),
     );
 
-    await app.register(pluginsAdminRoutes(services));
-    await app.register(simulationAdminRoutes(services));
-    await app.register(invoiceLifecycleRoutes(services));
-    await app.register(deliveriesRoutes(services));
-    await app.register(endpointsAdminRoutes(services));
+    await app.register(pluginsAdminRoutes(deps));
+    await app.register(simulationAdminRoutes(deps));
+    await app.register(invoiceLifecycleRoutes(deps));
+    await app.register(deliveriesRoutes(deps));
+    await app.register(endpointsAdminRoutes(deps));
   };
 }

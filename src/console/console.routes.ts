@@ -7,12 +7,12 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import type { SignInGuard } from "../auth/sign-in-guard.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
 import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, requireConsoleSession, setSessionCookie } from "./console.auth.ts";
-import { deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
+import { type DeliveriesStreamRoutesDeps, deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
 import { luaGlobals } from "./lua-globals.ts";
-import type { ConsoleSession } from "./console.service.ts";
+import type { ConsoleService, ConsoleSession } from "./console.service.ts";
 
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -42,12 +42,18 @@ const SessionSchema = Type.Object({
 
 const sessionView = (s: ConsoleSession) => ({ kind: s.kind, email: s.email, stores: s.stores, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
 
-export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
+/** The console's sessions, the per-address sign-in limit, and what the live delivery view needs. */
+export interface ConsoleRoutesDeps extends DeliveriesStreamRoutesDeps {
+  console: ConsoleService;
+  signIn: SignInGuard;
+}
+
+export function consoleRoutes(deps: ConsoleRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const tags = ["console"];
     const currentSession = async (request: FastifyRequest) => {
       const cookie = readCookie(request, SESSION_COOKIE);
-      return cookie === null ? null : services.console.authenticate(cookie);
+      return cookie === null ? null : deps.console.authenticate(cookie);
     };
 
     app.get(
@@ -78,11 +84,11 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         checkOrigin(request);
         // Counted before the (scrypt) check, so parallel attempts cannot outrun the limit; given back on success.
-        const settle = services.signIn.attempt("console", request.ip, reply);
+        const settle = deps.signIn.attempt("console", request.ip, reply);
         const body = request.body;
-        let opened: Awaited<ReturnType<typeof services.console.signInWithToken>>;
+        let opened: Awaited<ReturnType<typeof deps.console.signInWithToken>>;
         try {
-          opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
+          opened = "token" in body ? await deps.console.signInWithToken(body.token) : await deps.console.signInWithPassword(body.email, body.password);
         } catch (err) {
           settle(true); // not checked (the database): not a failed attempt
           throw err;
@@ -99,10 +105,10 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       { schema: { tags, summary: "Sign out of the console", security: [{ consoleSession: [] }], response: { 204: Type.Null({ description: "Signed out." }), ...errorResponses(401, 403) } } },
       async (request, reply) => {
         const cookie = readCookie(request, SESSION_COOKIE);
-        const session = cookie === null ? null : await services.console.authenticate(cookie);
+        const session = cookie === null ? null : await deps.console.authenticate(cookie);
         if (cookie === null || session === null) throw new AppError("unauthorized", "Not signed in");
         checkCsrf(request, session);
-        await services.console.signOut(cookie);
+        await deps.console.signOut(cookie);
         clearSessionCookie(request, reply);
         return reply.code(204).send(null);
       },
@@ -111,7 +117,7 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
     app.get(
       "/api/globals",
       {
-        onRequest: requireConsoleSession(services.console),
+        onRequest: requireConsoleSession(deps.console),
         schema: {
           tags,
           summary: "The plugin sandbox's globals, for the editor's completion",
@@ -128,7 +134,7 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       async () => ({ data: luaGlobals() }),
     );
 
-    await app.register(deliveriesStreamRoutes(services));
+    await app.register(deliveriesStreamRoutes(deps));
 
     app.get("/assets/:file", { schema: { hide: true } }, async (request, reply) => {
       const { file } = request.params as { file: string };

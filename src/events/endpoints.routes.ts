@@ -3,7 +3,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
 import {
   AttemptSchema,
   AttemptsQuerySchema,
@@ -15,12 +14,17 @@ import {
   EventTypeSchema,
   ExampleSentSchema,
 } from "./events.schemas.ts";
+import type { EventsService } from "./events.service.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
 const EventParams = Type.Object({ storeId: Type.String(), eventId: Type.String() });
 
-export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+export interface EndpointsRoutesDeps {
+  events: EventsService;
+}
+
+export function endpointsAdminRoutes(deps: EndpointsRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const security = [{ adminToken: [] }];
     const tags = ["events"];
@@ -38,19 +42,19 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 201: CreatedEndpointSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.events.createEndpoint(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.events.createEndpoint(request.params.storeId, request.body)),
     );
 
     app.get(
       "/stores/:storeId/endpoints",
       { schema: { tags, security, summary: "List a store's webhook endpoints", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(EndpointSchema) }), ...errorResponses(401, 404) } } },
-      async (request) => ({ data: await services.events.listEndpoints(request.params.storeId) }),
+      async (request) => ({ data: await deps.events.listEndpoints(request.params.storeId) }),
     );
 
     app.get(
       "/stores/:storeId/endpoints/:endpointId",
       { schema: { tags, security, summary: "Read a webhook endpoint", params: EndpointParams, response: { 200: EndpointSchema, ...errorResponses(401, 404) } } },
-      async (request) => services.events.getEndpoint(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.getEndpoint(request.params.storeId, request.params.endpointId),
     );
 
     app.patch(
@@ -65,14 +69,14 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: EndpointSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.events.updateEndpoint(request.params.storeId, request.params.endpointId, request.body),
+      async (request) => deps.events.updateEndpoint(request.params.storeId, request.params.endpointId, request.body),
     );
 
     app.delete(
       "/stores/:storeId/endpoints/:endpointId",
       { schema: { tags, security, summary: "Remove a webhook endpoint", params: EndpointParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } } },
       async (request, reply) => {
-        await services.events.removeEndpoint(request.params.storeId, request.params.endpointId);
+        await deps.events.removeEndpoint(request.params.storeId, request.params.endpointId);
         return reply.code(204).send(null);
       },
     );
@@ -88,7 +92,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: Type.Object({ id: Type.String(), secret: Type.String(), previousSecretExpiresAt: Type.String() }), ...errorResponses(401, 404) },
         },
       },
-      async (request) => services.events.rotateSecret(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.rotateSecret(request.params.storeId, request.params.endpointId),
     );
 
     app.post(
@@ -112,7 +116,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: ExampleSentSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
+      async (request) => deps.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
     );
 
     app.get(
@@ -130,7 +134,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           },
         },
       },
-      async (request) => services.events.revealSecret(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.revealSecret(request.params.storeId, request.params.endpointId),
     );
 
     app.post(
@@ -146,7 +150,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 202: Type.Object({ recovered: Type.Integer(), more: Type.Boolean() }), ...errorResponses(400, 401, 404, 409) },
         },
       },
-      async (request, reply) => reply.code(202).send(await services.events.recover(request.params.storeId, request.params.endpointId, Date.parse(request.body.since))),
+      async (request, reply) => reply.code(202).send(await deps.events.recover(request.params.storeId, request.params.endpointId, Date.parse(request.body.since))),
     );
 
     app.get(
@@ -163,7 +167,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
       },
       async (request) => {
         const limit = request.query.limit ?? 100;
-        const { attempts, nextCursor } = await services.events.attempts(request.params.storeId, request.params.endpointId, {
+        const { attempts, nextCursor } = await deps.events.attempts(request.params.storeId, request.params.endpointId, {
           limit,
           ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
           ...(request.query.eventId !== undefined ? { eventId: request.query.eventId } : {}),
@@ -188,7 +192,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
       },
       async (request) => {
         const limit = request.query.limit ?? 50;
-        const { events, nextCursor } = await services.events.listEvents(request.params.storeId, {
+        const { events, nextCursor } = await deps.events.listEvents(request.params.storeId, {
           limit,
           ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
           ...(request.query.types !== undefined ? { types: request.query.types } : {}),
@@ -201,7 +205,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
     app.get(
       "/stores/:storeId/events/:eventId",
       { schema: { tags, security, summary: "Read one event", params: EventParams, response: { 200: Type.Ref("Event"), ...errorResponses(401, 404) } } },
-      async (request) => services.events.getEvent(request.params.storeId, request.params.eventId),
+      async (request) => deps.events.getEvent(request.params.storeId, request.params.eventId),
     );
 
     app.post(
@@ -224,7 +228,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           },
         },
       },
-      async (request, reply) => reply.code(202).send(await services.events.resend(request.params.storeId, request.params.eventId, request.body.endpointId)),
+      async (request, reply) => reply.code(202).send(await deps.events.resend(request.params.storeId, request.params.eventId, request.body.endpointId)),
     );
   };
 }

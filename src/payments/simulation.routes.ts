@@ -6,8 +6,8 @@ import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { MAX_SOURCE_BYTES, MAX_VERSION } from "../plugins/plugins.service.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
 import { replayView, simulationView } from "./payment-views.ts";
+import type { WebhookService } from "./webhook.service.ts";
 
 const PluginParams = Type.Object({ storeId: Type.String(), name: Type.String() });
 const LogLine = Type.Object({ description: Type.String(), type: Type.String(), at: Type.String() });
@@ -17,7 +17,11 @@ const FetchRecord = Type.Object(
 );
 const RunError = Nullable(Type.Object({ kind: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()) }));
 
-export function simulationAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+export interface SimulationRoutesDeps {
+  webhooks: WebhookService;
+}
+
+export function simulationAdminRoutes(deps: SimulationRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const security = [{ adminToken: [] }];
     const tags = ["plugins"];
@@ -92,7 +96,7 @@ export function simulationAdminRoutes(services: Services): FastifyPluginAsyncTyp
         }
         const raw = bodyBase64 !== undefined ? Buffer.from(bodyBase64, "base64") : Buffer.from(body ?? "", "utf8");
         return simulationView(
-          await services.webhooks.simulate(request.params.storeId, request.params.name, {
+          await deps.webhooks.simulate(request.params.storeId, request.params.name, {
             body: raw,
             ...(headers ? { headers } : {}),
             ...(query ? { query } : {}),
@@ -120,7 +124,7 @@ export function simulationAdminRoutes(services: Services): FastifyPluginAsyncTyp
         },
       },
       async (request) => {
-        const answer = await services.webhooks.replay(request.params.storeId, request.params.deliveryId, request.id);
+        const answer = await deps.webhooks.replay(request.params.storeId, request.params.deliveryId, request.id);
         return replayView(answer, request.params.deliveryId);
       },
     );

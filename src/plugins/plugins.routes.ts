@@ -4,9 +4,10 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import type { Sandbox } from "../sandbox/index.ts";
+import type { StoresService } from "../stores/stores.service.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
-import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, MAX_VERSION, SECRET_NAME } from "./plugins.service.ts";
+import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, MAX_VERSION, type PluginsService, SECRET_NAME } from "./plugins.service.ts";
 import { MAX_SOURCE_RANGES } from "./source-ranges.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -52,7 +53,14 @@ const AllowedSourcesInput = Type.Unsafe<string[] | null>({
   examples: [["54.187.174.169/32", "54.187.205.235/32"]],
 });
 
-export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+/** What the plugin admin routes need: the store check, the sandbox's compile check, and the plugins service. */
+export interface PluginsRoutesDeps {
+  stores: StoresService;
+  sandbox: Sandbox;
+  plugins: PluginsService;
+}
+
+export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const security = [{ adminToken: [] }];
     const tags = ["plugins"];
@@ -129,8 +137,8 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request) => {
-        await services.stores.requireStore(request.params.storeId);
-        const check = await services.sandbox.check(request.body.source);
+        await deps.stores.requireStore(request.params.storeId);
+        const check = await deps.sandbox.check(request.body.source);
         return check.ok ? { ok: true, errors: [] } : { ok: false, errors: [{ line: check.line, message: check.message }] };
       },
     );
@@ -161,7 +169,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request, reply) => {
-        const { created, ...info } = await services.plugins.install(request.params.storeId, request.params.name, request.body);
+        const { created, ...info } = await deps.plugins.install(request.params.storeId, request.params.name, request.body);
         return reply.code(created ? 201 : 200).send(info);
       },
     );
@@ -183,13 +191,13 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           response: { 200: PluginInfo, ...errorResponses(400, 401, 404, 409) },
         },
       },
-      async (request) => services.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
+      async (request) => deps.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
     );
 
     app.get(
       "/stores/:storeId/plugins",
       { schema: { tags, security, summary: "List a store's plugins", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(PluginInfo) }), ...errorResponses(401, 404) } } },
-      async (request) => ({ data: await services.plugins.list(request.params.storeId) }),
+      async (request) => ({ data: await deps.plugins.list(request.params.storeId) }),
     );
 
     app.get(
@@ -197,7 +205,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       {
         schema: { tags, security, summary: "A plugin with its current source", params: PluginParams, response: { 200: Type.Intersect([PluginInfo, Type.Object({ source: Type.String() })]), ...errorResponses(401, 404) } },
       },
-      async (request) => services.plugins.get(request.params.storeId, request.params.name),
+      async (request) => deps.plugins.get(request.params.storeId, request.params.name),
     );
 
     app.get(
@@ -214,7 +222,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           },
         },
       },
-      async (request) => ({ data: await services.plugins.versions(request.params.storeId, request.params.name) }),
+      async (request) => ({ data: await deps.plugins.versions(request.params.storeId, request.params.name) }),
     );
 
     app.get(
@@ -228,7 +236,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           response: { 200: Type.Object({ version: Type.Integer(), source: Type.String() }), ...errorResponses(401, 404) },
         },
       },
-      async (request) => ({ version: request.params.version, source: await services.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
+      async (request) => ({ version: request.params.version, source: await deps.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
     );
 
     app.delete(
@@ -244,7 +252,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request, reply) => {
-        await services.plugins.remove(request.params.storeId, request.params.name);
+        await deps.plugins.remove(request.params.storeId, request.params.name);
         return reply.code(204).send(null);
       },
     );
@@ -262,7 +270,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           response: { 200: PluginInfo, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.plugins.rollback(request.params.storeId, request.params.name, request.body.version),
+      async (request) => deps.plugins.rollback(request.params.storeId, request.params.name, request.body.version),
     );
 
     app.get(
@@ -293,7 +301,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request) =>
-        services.plugins.diff(request.params.storeId, request.params.name, {
+        deps.plugins.diff(request.params.storeId, request.params.name, {
           ...(request.query.from === undefined ? {} : { from: request.query.from }),
           ...(request.query.to === undefined ? {} : { to: request.query.to }),
         }),
