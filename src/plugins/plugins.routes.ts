@@ -1,5 +1,6 @@
 // Admin API for plugins: the catalogue, installations, versions, secrets (mounted inside the admin scope,
-// behind ADMIN_TOKEN). Dry runs and replays are the payment path's: payments/simulation.routes.ts.
+// behind ADMIN_TOKEN), one registrar per resource. Dry runs and replays are the payment path's:
+// payments/simulation.routes.ts.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
@@ -60,11 +61,34 @@ export interface PluginsRoutesDeps {
   plugins: PluginsService;
 }
 
+const DiffQuery = Type.Object({ from: Type.Optional(Type.Integer({ minimum: 1 })), to: Type.Optional(Type.Integer({ minimum: 1 })) }, { additionalProperties: false });
+const PluginDiff = Type.Object({
+  name: Type.String(),
+  from: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+  to: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+  identical: Type.Boolean(),
+  added: Type.Integer({ description: "Lines only in `to`." }),
+  removed: Type.Integer({ description: "Lines only in `from`." }),
+  diff: Type.String(),
+});
+
+const security = [{ adminToken: [] }];
+const tags = ["plugins"];
+
 export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const security = [{ adminToken: [] }];
-    const tags = ["plugins"];
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(catalogueRoutes());
+    await app.register(installRoutes(deps));
+    await app.register(secretsRoutes(deps));
+    await app.register(installationRoutes(deps));
+    await app.register(versionRoutes(deps));
+  };
+}
 
+/** The reference plugins that install by name, and their sample requests. */
+function catalogueRoutes(): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/catalog",
       {
@@ -116,7 +140,12 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
         return { data: fixtures };
       },
     );
+  };
+}
 
+/** Changing what runs: the editor's compile check, and installing (or updating) a plugin's source. */
+function installRoutes(deps: Pick<PluginsRoutesDeps, "stores" | "sandbox" | "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/plugins/check",
       {
@@ -173,7 +202,12 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
         return reply.code(created ? 201 : 200).send(info);
       },
     );
+  };
+}
 
+/** A plugin's settings (secrets), replaced without touching its code. */
+function secretsRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.put(
       "/stores/:storeId/plugins/:name/secrets",
       {
@@ -193,7 +227,12 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
       },
       async (request) => deps.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
     );
+  };
+}
 
+/** A store's installations: list, read one with its current source, remove one. */
+function installationRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/plugins",
       { schema: { tags, security, summary: "List a store's plugins", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(PluginInfo) }), ...errorResponses(401, 404) } } },
@@ -208,6 +247,29 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
       async (request) => deps.plugins.get(request.params.storeId, request.params.name),
     );
 
+    app.delete(
+      "/stores/:storeId/plugins/:name",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "Remove a plugin installation",
+          description: "Removes the installation with all its versions and secrets; its webhooks then answer 404 plugin_not_found. Its deliveries stay in the log. Installing the name again starts at version 1.",
+          params: PluginParams,
+          response: { 204: Type.Null({ description: "Removed." }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => {
+        await deps.plugins.remove(request.params.storeId, request.params.name);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}
+
+/** A plugin's versions: list them, read one's source, make one current again, diff two. */
+function versionRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/plugins/:name/versions",
       {
@@ -239,24 +301,6 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
       async (request) => ({ version: request.params.version, source: await deps.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
     );
 
-    app.delete(
-      "/stores/:storeId/plugins/:name",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Remove a plugin installation",
-          description: "Removes the installation with all its versions and secrets; its webhooks then answer 404 plugin_not_found. Its deliveries stay in the log. Installing the name again starts at version 1.",
-          params: PluginParams,
-          response: { 204: Type.Null({ description: "Removed." }), ...errorResponses(401, 404) },
-        },
-      },
-      async (request, reply) => {
-        await deps.plugins.remove(request.params.storeId, request.params.name);
-        return reply.code(204).send(null);
-      },
-    );
-
     app.post(
       "/stores/:storeId/plugins/:name/rollback",
       {
@@ -282,22 +326,8 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
           summary: "Differences between two versions' sources",
           description: "`diff` is a unified diff (`diff -u`) of the two sources. `to` defaults to the current version, `from` to the version before `to`.",
           params: PluginParams,
-          querystring: Type.Object(
-            { from: Type.Optional(Type.Integer({ minimum: 1 })), to: Type.Optional(Type.Integer({ minimum: 1 })) },
-            { additionalProperties: false },
-          ),
-          response: {
-            200: Type.Object({
-              name: Type.String(),
-              from: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
-              to: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
-              identical: Type.Boolean(),
-              added: Type.Integer({ description: "Lines only in `to`." }),
-              removed: Type.Integer({ description: "Lines only in `from`." }),
-              diff: Type.String(),
-            }),
-            ...errorResponses(400, 401, 404),
-          },
+          querystring: DiffQuery,
+          response: { 200: PluginDiff, ...errorResponses(400, 401, 404) },
         },
       },
       async (request) =>
@@ -306,6 +336,5 @@ export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncT
           ...(request.query.to === undefined ? {} : { to: request.query.to }),
         }),
     );
-
   };
 }
