@@ -1,5 +1,6 @@
-// Admin API: the delivery log searched by outcome, plugin, invoice and time, newest first (mounted inside
-// the admin scope, behind ADMIN_TOKEN). A thin adapter over the deliveries repository.
+// Admin API: the delivery log searched by outcome, plugin, invoice and time, newest first, one delivery
+// read whole, and how a plugin's recent deliveries ended (mounted inside the admin scope, behind
+// ADMIN_TOKEN). A thin adapter over the deliveries repository.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
@@ -76,6 +77,15 @@ export interface DeliveriesRoutesDeps {
 
 export function deliveriesRoutes(deps: DeliveriesRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(deliveryLogRoutes(deps));
+    await app.register(pluginOutcomesRoutes(deps));
+  };
+}
+
+/** The log: search it, read one delivery. */
+function deliveryLogRoutes(deps: DeliveriesRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/deliveries",
       {
@@ -130,7 +140,12 @@ export function deliveriesRoutes(deps: DeliveriesRoutesDeps): FastifyPluginAsync
         return d;
       },
     );
+  };
+}
 
+/** A count per outcome over a plugin's last deliveries. */
+function pluginOutcomesRoutes(deps: Pick<DeliveriesRoutesDeps, "stores" | "deliveries">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/plugins/:name/outcomes",
       {
