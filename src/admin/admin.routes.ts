@@ -1,41 +1,73 @@
-// The admin API under /api/admin: stores, keys, customers and checkout. Thin adapters over the services.
+// The admin API under /api/admin, behind ADMIN_TOKEN (or a console session, admin.auth.ts): stores,
+// customers and checkout here; keys (api-keys.routes.ts) and each domain's admin routes mounted from their
+// own modules. Thin adapters over the services.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { CreateCustomerBodySchema } from "../schemas/customers.schemas.ts";
 import { CheckoutBodySchema } from "../schemas/invoices.schemas.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
-import { SCOPES } from "../stores/stores.service.ts";
-import { pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
-import { simulationAdminRoutes } from "../payments/simulation.routes.ts";
-import { invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
-import { deliveriesRoutes } from "../payments/deliveries.routes.ts";
-import { endpointsAdminRoutes } from "../events/endpoints.routes.ts";
+import type { Config } from "../config.ts";
+import type { SignInGuard } from "../auth/sign-in-guard.ts";
+import type { ConsoleService } from "../console/console.service.ts";
+import type { CustomersService } from "../customers/customers.service.ts";
+import type { InvoicesService } from "../invoices/invoices.service.ts";
+import type { StoresService } from "../stores/stores.service.ts";
+import { type PluginsRoutesDeps, pluginsAdminRoutes } from "../plugins/plugins.routes.ts";
+import { type SimulationRoutesDeps, simulationAdminRoutes } from "../payments/simulation.routes.ts";
+import { type InvoiceLifecycleRoutesDeps, invoiceLifecycleRoutes } from "../invoices/invoice-lifecycle.routes.ts";
+import { type DeliveriesRoutesDeps, deliveriesRoutes } from "../payments/deliveries.routes.ts";
+import { type EndpointsRoutesDeps, endpointsAdminRoutes } from "../events/endpoints.routes.ts";
+import { type EventsAdminRoutesDeps, eventsAdminRoutes } from "../events/events-admin.routes.ts";
 import { requireAdmin } from "./admin.auth.ts";
+import { type ApiKeysRoutesDeps, apiKeysRoutes } from "./api-keys.routes.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const StoreSchema = Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.String({ format: "date-time" }) });
-const ScopeSchema = Type.String({ enum: [...SCOPES] });
-const KEY_VERSION = "API version (YYYY-MM-DD) the key is answered in unless a request pins another; one of the versions the service serves.";
-const KeyVersionSchema = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: KEY_VERSION, examples: ["2026-11-23"] });
-// Input without a pattern: a version the service does not serve is answered 400 unknown_version naming those it does.
-const KeyVersionInput = Type.String({ minLength: 1, maxLength: 100, description: KEY_VERSION, examples: ["2026-11-23"] });
-const KeyInfoSchema = Type.Object({
-  id: Type.String(),
-  name: Nullable(Type.String()),
-  prefix: Type.String(),
-  scopes: Type.Array(ScopeSchema),
-  createdAt: Type.String(),
-  revokedAt: Nullable(Type.String()),
-  version: KeyVersionSchema,
-});
 
-export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
+/**
+ * The admin token (or a console session) and the sign-in limit, the services behind the stores, keys,
+ * customers and checkout routes, and what each mounted route module names.
+ */
+export interface AdminRoutesDeps
+  extends ApiKeysRoutesDeps,
+    PluginsRoutesDeps,
+    SimulationRoutesDeps,
+    InvoiceLifecycleRoutesDeps,
+    DeliveriesRoutesDeps,
+    EndpointsRoutesDeps,
+    EventsAdminRoutesDeps {
+  config: Pick<Config, "adminToken">;
+  signIn: SignInGuard;
+  console: ConsoleService;
+  stores: StoresService;
+  customers: Pick<CustomersService, "create">;
+  invoices: Pick<InvoicesService, "checkout">;
+}
+
+const security = [{ adminToken: [] }];
+const tags = ["admin"];
+
+export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.addHook("onRequest", requireAdmin(services.config.adminToken, services.signIn, services.console));
-    const security = [{ adminToken: [] }];
-    const tags = ["admin"];
+    // Every route below, the mounted modules' too.
+    app.addHook("onRequest", requireAdmin(deps.config.adminToken, deps.signIn, deps.console));
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(storeRoutes(deps));
+    await app.register(apiKeysRoutes(deps));
+    await app.register(customerRoutes(deps));
+    await app.register(checkoutRoutes(deps));
+    await app.register(pluginsAdminRoutes(deps));
+    await app.register(simulationAdminRoutes(deps));
+    await app.register(invoiceLifecycleRoutes(deps));
+    await app.register(deliveriesRoutes(deps));
+    await app.register(endpointsAdminRoutes(deps));
+    await app.register(eventsAdminRoutes(deps));
+  };
+}
 
+/** Create a store; list them (a console login sees its own). */
+function storeRoutes(deps: Pick<AdminRoutesDeps, "stores">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores",
       {
@@ -47,104 +79,25 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: { 201: StoreSchema, ...errorResponses(400, 401) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.stores.createStore(request.body.name)),
+      async (request, reply) => reply.code(201).send(await deps.stores.createStore(request.body.name)),
     );
 
     app.get(
       "/stores",
       { schema: { tags, security, summary: "List stores", response: { 200: Type.Object({ data: Type.Array(StoreSchema) }) } } },
       async (request) => {
-        const stores = await services.stores.listStores();
+        const stores = await deps.stores.listStores();
         // A console login sees only its own stores.
         const allowed = request.consoleSession?.stores ?? null;
         return { data: allowed === null ? stores : stores.filter((s) => allowed.includes(s.id)) };
       },
     );
+  };
+}
 
-    app.post(
-      "/stores/:storeId/keys",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Create an API key (the key is shown only in this response)",
-          params: StoreParams,
-          body: Type.Optional(
-            Type.Object(
-              {
-                scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1 })),
-                name: Type.Optional(Type.String({ maxLength: 200 })),
-                version: Type.Optional(KeyVersionInput),
-              },
-              { additionalProperties: false },
-            ),
-          ),
-          response: {
-            201: Type.Object({ id: Type.String(), key: Type.String(), scopes: Type.Array(ScopeSchema), version: KeyVersionSchema }),
-            ...errorResponses(400, 401, 404),
-          },
-        },
-      },
-      async (request, reply) => {
-        const body = request.body ?? {};
-        const created = await services.stores.createKey(request.params.storeId, {
-          ...(body.scopes ? { scopes: body.scopes } : {}),
-          ...(body.name ? { name: body.name } : {}),
-          ...(body.version ? { version: body.version } : {}),
-        });
-        return reply.code(201).send(created);
-      },
-    );
-
-    app.get(
-      "/stores/:storeId/keys",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "List a store's API keys (never the keys themselves)",
-          params: StoreParams,
-          response: {
-            200: Type.Object({ data: Type.Array(KeyInfoSchema) }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      async (request) => ({ data: await services.stores.listKeys(request.params.storeId) }),
-    );
-
-    app.patch(
-      "/stores/:storeId/keys/:keyId",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Change the API version a key is answered in",
-          params: Type.Object({ storeId: Type.String(), keyId: Type.String() }),
-          body: Type.Object({ version: KeyVersionInput }, { additionalProperties: false }),
-          response: { 200: KeyInfoSchema, ...errorResponses(400, 401, 404) },
-        },
-      },
-      async (request) => services.stores.setKeyVersion(request.params.storeId, request.params.keyId, request.body.version),
-    );
-
-    app.delete(
-      "/stores/:storeId/keys/:keyId",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "Revoke an API key",
-          params: Type.Object({ storeId: Type.String(), keyId: Type.String() }),
-          response: { 204: Type.Null(), ...errorResponses(401, 404) },
-        },
-      },
-      async (request, reply) => {
-        await services.stores.revokeKey(request.params.storeId, request.params.keyId);
-        return reply.code(204).send(null);
-      },
-    );
-
+/** Create a customer in a store. */
+function customerRoutes(deps: Pick<AdminRoutesDeps, "customers">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/customers",
       {
@@ -165,9 +118,14 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.customers.create(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.customers.create(request.params.storeId, request.body)),
     );
+  };
+}
 
+/** Checkout: a pending invoice for a store's customer. */
+function checkoutRoutes(deps: Pick<AdminRoutesDeps, "invoices">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/invoices",
       {
@@ -181,13 +139,7 @@ export function adminRoutes(services: Services): FastifyPluginAsyncTypebox {
           response: { 201: Type.Ref("Invoice"), ...errorResponses(400, 401, 404) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.invoices.checkout(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.invoices.checkout(request.params.storeId, request.body)),
     );
-
-    await app.register(pluginsAdminRoutes(services));
-    await app.register(simulationAdminRoutes(services));
-    await app.register(invoiceLifecycleRoutes(services));
-    await app.register(deliveriesRoutes(services));
-    await app.register(endpointsAdminRoutes(services));
   };
 }

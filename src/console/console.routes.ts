@@ -1,18 +1,18 @@
-// The console's HTTP side under /console: the HTML shell for every client route, the bundled assets,
-// and /console/api/session (who is signed in, sign in, sign out). Every response on a console path carries a
+// The console's HTTP side under /console: the HTML shell for every client route, the bundled assets, the
+// editor's globals, and mounted from their own modules /console/api/session (console-session.routes.ts) and
+// the live delivery view (deliveries-stream.routes.ts). Every response on a console path carries a
 // strict Content Security Policy (the app sets it); the pages call the admin API with the session cookie
 // (see admin.auth.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
-import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import { errorResponses } from "../schemas/common.schemas.ts";
 import { type ConsoleAsset, consoleBundle } from "./console.assets.ts";
-import { SESSION_COOKIE, checkCsrf, checkOrigin, clearSessionCookie, readCookie, requireConsoleSession, setSessionCookie } from "./console.auth.ts";
-import { deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
+import { requireConsoleSession } from "./console.auth.ts";
+import { type ConsoleSessionRoutesDeps, consoleSessionRoutes } from "./console-session.routes.ts";
+import { type DeliveriesStreamRoutesDeps, deliveriesStreamRoutes } from "./deliveries-stream.routes.ts";
 import { luaGlobals } from "./lua-globals.ts";
-import type { ConsoleSession } from "./console.service.ts";
 
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -32,86 +32,19 @@ export function setConsoleSecurityHeaders(reply: FastifyReply): void {
   reply.header("cross-origin-opener-policy", "same-origin");
 }
 
-const SessionSchema = Type.Object({
-  kind: Type.String({ enum: ["admin", "user"], description: "Signed in with the admin token (every store) or a console login." }),
-  email: Nullable(Type.String()),
-  stores: Nullable(Type.Array(Type.String(), { description: "The stores this session may see; null: every store." })),
-  csrfToken: Type.String({ description: "Send as x-csrf-token on every request that changes something." }),
-  expiresAt: Type.String({ format: "date-time", description: "When the session ends unless used before (idle timeout, 12 h at most)." }),
-});
+/** The console's sessions, the per-address sign-in limit, and what the live delivery view needs. */
+export interface ConsoleRoutesDeps extends ConsoleSessionRoutesDeps, DeliveriesStreamRoutesDeps {}
 
-const sessionView = (s: ConsoleSession) => ({ kind: s.kind, email: s.email, stores: s.stores, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
-
-export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
+export function consoleRoutes(deps: ConsoleRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const tags = ["console"];
-    const currentSession = async (request: FastifyRequest) => {
-      const cookie = readCookie(request, SESSION_COOKIE);
-      return cookie === null ? null : services.console.authenticate(cookie);
-    };
-
-    app.get(
-      "/api/session",
-      { schema: { tags, summary: "The console session of this browser", security: [{ consoleSession: [] }], response: { 200: SessionSchema, ...errorResponses(401) } } },
-      async (request) => {
-        const session = await currentSession(request);
-        if (session === null) throw new AppError("unauthorized", "Not signed in");
-        return sessionView(session);
-      },
-    );
-
-    app.post(
-      "/api/session",
-      {
-        schema: {
-          tags,
-          summary: "Sign in to the console",
-          description: "With the admin token (`{token}`: every store) or a console login (`{email, password}`, created by `storefront console users add`: its stores). Sets the `storefront_session` cookie. Failed attempts count against the per-address sign-in limit.",
-          security: [],
-          body: Type.Union([
-            Type.Object({ token: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false }),
-            Type.Object({ email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false }),
-          ]),
-          response: { 200: SessionSchema, ...errorResponses(400, 401, 403, 429) },
-        },
-      },
-      async (request, reply) => {
-        checkOrigin(request);
-        // Counted before the (scrypt) check, so parallel attempts cannot outrun the limit; given back on success.
-        const settle = services.signIn.attempt("console", request.ip, reply);
-        const body = request.body;
-        let opened: Awaited<ReturnType<typeof services.console.signInWithToken>>;
-        try {
-          opened = "token" in body ? await services.console.signInWithToken(body.token) : await services.console.signInWithPassword(body.email, body.password);
-        } catch (err) {
-          settle(true); // not checked (the database): not a failed attempt
-          throw err;
-        }
-        settle(opened !== null);
-        if (opened === null) throw new AppError("unauthorized", "token" in body ? "Wrong admin token" : "Wrong e-mail or password");
-        setSessionCookie(request, reply, opened.cookie);
-        return sessionView(opened.session);
-      },
-    );
-
-    app.delete(
-      "/api/session",
-      { schema: { tags, summary: "Sign out of the console", security: [{ consoleSession: [] }], response: { 204: Type.Null({ description: "Signed out." }), ...errorResponses(401, 403) } } },
-      async (request, reply) => {
-        const cookie = readCookie(request, SESSION_COOKIE);
-        const session = cookie === null ? null : await services.console.authenticate(cookie);
-        if (cookie === null || session === null) throw new AppError("unauthorized", "Not signed in");
-        checkCsrf(request, session);
-        await services.console.signOut(cookie);
-        clearSessionCookie(request, reply);
-        return reply.code(204).send(null);
-      },
-    );
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(consoleSessionRoutes(deps));
 
     app.get(
       "/api/globals",
       {
-        onRequest: requireConsoleSession(services.console),
+        onRequest: requireConsoleSession(deps.console),
         schema: {
           tags,
           summary: "The plugin sandbox's globals, for the editor's completion",
@@ -128,7 +61,7 @@ export function consoleRoutes(services: Services): FastifyPluginAsyncTypebox {
       async () => ({ data: luaGlobals() }),
     );
 
-    await app.register(deliveriesStreamRoutes(services));
+    await app.register(deliveriesStreamRoutes(deps));
 
     app.get("/assets/:file", { schema: { hide: true } }, async (request, reply) => {
       const { file } = request.params as { file: string };

@@ -8,23 +8,32 @@ import { AppError } from "../errors.ts";
 import { errorResponses } from "../schemas/common.schemas.ts";
 import { parseDeliveryFilters } from "../payments/deliveries.filters.ts";
 import { DeliveryListQuerySchema } from "../payments/deliveries.routes.ts";
-import type { Services } from "../services.ts";
+import type { Config } from "../config.ts";
+import type { StoresService } from "../stores/stores.service.ts";
 import { SESSION_COOKIE, canSeeStore, readCookie, requireConsoleSession } from "./console.auth.ts";
-import { createDeliveryStreams, type StreamOptions, type StreamRoom } from "./deliveries.stream.ts";
+import { createDeliveryStreams, type DeliveryStreamsDeps, type StreamOptions, type StreamRoom } from "./deliveries.stream.ts";
+import type { ConsoleService } from "./console.service.ts";
 
 const { pluginName, outcome, invoiceId } = DeliveryListQuerySchema.properties;
 
-export function deliveriesStreamRoutes(services: Services, options: Partial<StreamOptions> = {}): FastifyPluginAsyncTypebox {
+/** The streams' own needs, the caps on open streams, the store check and the console's sessions. */
+export interface DeliveriesStreamRoutesDeps extends DeliveryStreamsDeps {
+  config: DeliveryStreamsDeps["config"] & Pick<Config, "consoleStreams">;
+  stores: StoresService;
+  console: ConsoleService;
+}
+
+export function deliveriesStreamRoutes(deps: DeliveriesStreamRoutesDeps, options: Partial<StreamOptions> = {}): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const { perSession, max } = services.config.consoleStreams;
-    const streams = createDeliveryStreams(services, { perOwner: perSession, max, ...options });
+    const { perSession, max } = deps.config.consoleStreams;
+    const streams = createDeliveryStreams(deps, { perOwner: perSession, max, ...options });
     // An open stream never ends by itself: shutdown ends them, or it would wait for every browser to leave.
     app.addHook("preClose", async () => streams.closeAll());
 
     app.get(
       "/api/stores/:storeId/deliveries/stream",
       {
-        onRequest: requireConsoleSession(services.console),
+        onRequest: requireConsoleSession(deps.console),
         schema: {
           operationId: "streamDeliveries",
           tags: ["console"],
@@ -44,8 +53,8 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
       },
       async (request, reply) => {
         const { storeId } = request.params;
-        await services.stores.requireStore(storeId);
-        const filters = parseDeliveryFilters(request.query, services.now());
+        await deps.stores.requireStore(storeId);
+        const filters = parseDeliveryFilters(request.query, deps.now());
 
         const gone = new AbortController();
         reply.raw.once("close", () => gone.abort());
@@ -54,7 +63,7 @@ export function deliveriesStreamRoutes(services: Services, options: Partial<Stre
         // stream within 15 s. An open live view counts as use of the session, like any page that polls.
         const cookie = readCookie(request, SESSION_COOKIE) ?? "";
         const stillAllowed = async () => {
-          const session = await services.console.authenticate(cookie);
+          const session = await deps.console.authenticate(cookie);
           return session !== null && canSeeStore(session, storeId);
         };
         const owner = request.consoleSession?.idHash ?? cookie;

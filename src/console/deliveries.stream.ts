@@ -7,8 +7,7 @@
 import { PassThrough, type Readable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
 import { followDeliveries } from "../payments/deliveries.follow.ts";
-import type { DeliveryFilters } from "../payments/deliveries.repository.ts";
-import type { Services } from "../services.ts";
+import type { DeliveriesRepository, DeliveryFilters } from "../payments/deliveries.repository.ts";
 
 export const HEARTBEAT_MS = 15_000;
 
@@ -39,7 +38,14 @@ export interface DeliveryStreams {
   readonly size: number;
 }
 
-export function createDeliveryStreams(services: Services, options: Partial<StreamOptions> = {}): DeliveryStreams {
+/** What the streams read: the delivery log, the plugins' wall-time limit (how far back to overlap), the clock. */
+export interface DeliveryStreamsDeps {
+  deliveries: DeliveriesRepository;
+  config: { plugin: { wallMs: number } };
+  now: () => number;
+}
+
+export function createDeliveryStreams(deps: DeliveryStreamsDeps, options: Partial<StreamOptions> = {}): DeliveryStreams {
   const intervalMs = options.intervalMs ?? 1_000;
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const perOwner = options.perOwner ?? Number.POSITIVE_INFINITY;
@@ -91,13 +97,13 @@ export function createDeliveryStreams(services: Services, options: Partial<Strea
         out.end();
       });
 
-      followDeliveries(services.deliveries, storeId, filters, {
+      followDeliveries(deps.deliveries, storeId, filters, {
         backlog: 0,
         intervalMs,
         // A delivery commits when its plugin finishes: up to the wall-time limit after it arrived.
-        overlapMs: 2 * services.config.plugin.wallMs + 5_000,
+        overlapMs: 2 * deps.config.plugin.wallMs + 5_000,
         signal: stop.signal,
-        now: services.now,
+        now: deps.now,
         onDelivery: (d) => {
           if (!stop.signal.aborted) out.write(`event: delivery\nid: ${d.id}\ndata: ${JSON.stringify(d)}\n\n`);
         },

@@ -1,9 +1,9 @@
 // Admin API for outbound webhooks (mounted inside the admin scope, behind ADMIN_TOKEN): endpoints, their
-// secret rotation and attempts, the store's events (newest first), one event's read and manual resend.
+// signing secret (rotation, reveal, a signed test), and their attempts and recovery. The store's events
+// themselves (list, read, resend): events-admin.routes.ts.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
 import {
   AttemptSchema,
   AttemptsQuerySchema,
@@ -11,20 +11,33 @@ import {
   EndpointBodySchema,
   EndpointPatchSchema,
   EndpointSchema,
-  EventListQuerySchema,
   EventTypeSchema,
   ExampleSentSchema,
 } from "./events.schemas.ts";
+import type { EventsService } from "./events.service.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
 const EndpointParams = Type.Object({ storeId: Type.String(), endpointId: Type.String() });
-const EventParams = Type.Object({ storeId: Type.String(), eventId: Type.String() });
 
-export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
+export interface EndpointsRoutesDeps {
+  events: EventsService;
+}
+
+const security = [{ adminToken: [] }];
+const tags = ["events"];
+
+export function endpointsAdminRoutes(deps: EndpointsRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const security = [{ adminToken: [] }];
-    const tags = ["events"];
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(endpointRoutes(deps));
+    await app.register(endpointSigningRoutes(deps));
+    await app.register(endpointAttemptRoutes(deps));
+  };
+}
 
+/** The endpoints themselves: add, list, read, change, remove. */
+function endpointRoutes(deps: EndpointsRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/endpoints",
       {
@@ -38,19 +51,19 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 201: CreatedEndpointSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request, reply) => reply.code(201).send(await services.events.createEndpoint(request.params.storeId, request.body)),
+      async (request, reply) => reply.code(201).send(await deps.events.createEndpoint(request.params.storeId, request.body)),
     );
 
     app.get(
       "/stores/:storeId/endpoints",
       { schema: { tags, security, summary: "List a store's webhook endpoints", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(EndpointSchema) }), ...errorResponses(401, 404) } } },
-      async (request) => ({ data: await services.events.listEndpoints(request.params.storeId) }),
+      async (request) => ({ data: await deps.events.listEndpoints(request.params.storeId) }),
     );
 
     app.get(
       "/stores/:storeId/endpoints/:endpointId",
       { schema: { tags, security, summary: "Read a webhook endpoint", params: EndpointParams, response: { 200: EndpointSchema, ...errorResponses(401, 404) } } },
-      async (request) => services.events.getEndpoint(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.getEndpoint(request.params.storeId, request.params.endpointId),
     );
 
     app.patch(
@@ -65,18 +78,23 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: EndpointSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.events.updateEndpoint(request.params.storeId, request.params.endpointId, request.body),
+      async (request) => deps.events.updateEndpoint(request.params.storeId, request.params.endpointId, request.body),
     );
 
     app.delete(
       "/stores/:storeId/endpoints/:endpointId",
       { schema: { tags, security, summary: "Remove a webhook endpoint", params: EndpointParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } } },
       async (request, reply) => {
-        await services.events.removeEndpoint(request.params.storeId, request.params.endpointId);
+        await deps.events.removeEndpoint(request.params.storeId, request.params.endpointId);
         return reply.code(204).send(null);
       },
     );
+  };
+}
 
+/** An endpoint's signing secret: rotate it, send a signed example now, reveal it. */
+function endpointSigningRoutes(deps: EndpointsRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/endpoints/:endpointId/rotate-secret",
       {
@@ -88,7 +106,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: Type.Object({ id: Type.String(), secret: Type.String(), previousSecretExpiresAt: Type.String() }), ...errorResponses(401, 404) },
         },
       },
-      async (request) => services.events.rotateSecret(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.rotateSecret(request.params.storeId, request.params.endpointId),
     );
 
     app.post(
@@ -112,7 +130,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 200: ExampleSentSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
+      async (request) => deps.events.sendExample(request.params.storeId, request.params.endpointId, request.body.type ?? "invoice.completed"),
     );
 
     app.get(
@@ -130,9 +148,14 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           },
         },
       },
-      async (request) => services.events.revealSecret(request.params.storeId, request.params.endpointId),
+      async (request) => deps.events.revealSecret(request.params.storeId, request.params.endpointId),
     );
+  };
+}
 
+/** What was sent to an endpoint: its attempts, and queueing again what failed since a time. */
+function endpointAttemptRoutes(deps: EndpointsRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/endpoints/:endpointId/recover",
       {
@@ -146,7 +169,7 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
           response: { 202: Type.Object({ recovered: Type.Integer(), more: Type.Boolean() }), ...errorResponses(400, 401, 404, 409) },
         },
       },
-      async (request, reply) => reply.code(202).send(await services.events.recover(request.params.storeId, request.params.endpointId, Date.parse(request.body.since))),
+      async (request, reply) => reply.code(202).send(await deps.events.recover(request.params.storeId, request.params.endpointId, Date.parse(request.body.since))),
     );
 
     app.get(
@@ -163,68 +186,13 @@ export function endpointsAdminRoutes(services: Services): FastifyPluginAsyncType
       },
       async (request) => {
         const limit = request.query.limit ?? 100;
-        const { attempts, nextCursor } = await services.events.attempts(request.params.storeId, request.params.endpointId, {
+        const { attempts, nextCursor } = await deps.events.attempts(request.params.storeId, request.params.endpointId, {
           limit,
           ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
           ...(request.query.eventId !== undefined ? { eventId: request.query.eventId } : {}),
         });
         return { data: attempts, pagination: { limit, nextCursor } };
       },
-    );
-
-    app.get(
-      "/stores/:storeId/events",
-      {
-        schema: {
-          operationId: "listStoreEvents",
-          tags,
-          security,
-          summary: "A store's events, newest first",
-          description: "For people (the console, support): filter by type and invoice, page back with `cursor`. Programs follow the feed (GET /api/{namespace}/events) instead.",
-          params: StoreParams,
-          querystring: EventListQuerySchema,
-          response: { 200: Type.Object({ data: Type.Array(Type.Ref("Event")), pagination: Type.Object({ limit: Type.Integer(), nextCursor: Nullable(Type.String()) }) }), ...errorResponses(400, 401, 404) },
-        },
-      },
-      async (request) => {
-        const limit = request.query.limit ?? 50;
-        const { events, nextCursor } = await services.events.listEvents(request.params.storeId, {
-          limit,
-          ...(request.query.cursor !== undefined ? { cursor: request.query.cursor } : {}),
-          ...(request.query.types !== undefined ? { types: request.query.types } : {}),
-          ...(request.query.invoiceId !== undefined ? { invoiceId: request.query.invoiceId } : {}),
-        });
-        return { data: events, pagination: { limit, nextCursor } };
-      },
-    );
-
-    app.get(
-      "/stores/:storeId/events/:eventId",
-      { schema: { tags, security, summary: "Read one event", params: EventParams, response: { 200: Type.Ref("Event"), ...errorResponses(401, 404) } } },
-      async (request) => services.events.getEvent(request.params.storeId, request.params.eventId),
-    );
-
-    app.post(
-      "/stores/:storeId/events/:eventId/resend",
-      {
-        // A POST with no body at all means "to every subscribed endpoint".
-        preValidation: async (request) => {
-          request.body ??= {};
-        },
-        schema: {
-          tags,
-          security,
-          summary: "Send an event again (to one endpoint, or to every enabled endpoint that wants its type)",
-          description: "The same webhook-id as before: receivers that deduplicate by it ignore what they already have.",
-          params: EventParams,
-          body: Type.Object({ endpointId: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false, description: "Optional: an empty request is a resend to every subscribed endpoint." }),
-          response: {
-            202: Type.Object({ eventId: Type.String(), deliveries: Type.Array(Type.Object({ id: Type.String(), endpointId: Type.String() })) }),
-            ...errorResponses(400, 401, 404, 409),
-          },
-        },
-      },
-      async (request, reply) => reply.code(202).send(await services.events.resend(request.params.storeId, request.params.eventId, request.body.endpointId)),
     );
   };
 }

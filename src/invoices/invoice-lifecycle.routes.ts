@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import type { InvoiceLifecycleService } from "./invoice-lifecycle.service.ts";
 
 const Params = Type.Object({ storeId: Type.String(), invoiceId: Type.String() });
 const Body = Type.Object(
@@ -16,7 +16,11 @@ const emptyBodyIsEmptyObject = async (request: FastifyRequest) => {
   request.body ??= {};
 };
 
-export function invoiceLifecycleRoutes(services: Services): FastifyPluginAsyncTypebox {
+export interface InvoiceLifecycleRoutesDeps {
+  invoiceLifecycle: InvoiceLifecycleService;
+}
+
+export function invoiceLifecycleRoutes(deps: InvoiceLifecycleRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     const security = [{ adminToken: [] }];
     const tags = ["admin"];
@@ -36,7 +40,7 @@ export function invoiceLifecycleRoutes(services: Services): FastifyPluginAsyncTy
         },
       },
       async (request) =>
-        services.invoiceLifecycle.cancel(request.params.storeId, request.params.invoiceId, {
+        deps.invoiceLifecycle.cancel(request.params.storeId, request.params.invoiceId, {
           actor: "admin API",
           ...(request.body.reason !== undefined ? { reason: request.body.reason } : {}),
         }),
@@ -59,7 +63,7 @@ export function invoiceLifecycleRoutes(services: Services): FastifyPluginAsyncTy
         },
       },
       async (request) =>
-        services.invoiceLifecycle.refund(request.params.storeId, request.params.invoiceId, {
+        deps.invoiceLifecycle.refund(request.params.storeId, request.params.invoiceId, {
           actor: "admin API",
           ...(request.body.reason !== undefined ? { reason: request.body.reason } : {}),
         }),

@@ -1,27 +1,37 @@
 // GET /api/{namespace}/invoices: a thin adapter from HTTP to the invoices repository.
+import type { RateLimitOptions } from "@fastify/rate-limit";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply } from "fastify";
 import { authenticatedStoreId, requireApiKey } from "../auth/api-key.hook.ts";
+import type { SignInGuard } from "../auth/sign-in-guard.ts";
 import { parseListQuery } from "../lib/list-query.ts";
 import { INVOICE_STATUSES } from "../schemas/invoice-statuses.ts";
-import { sendPage } from "../readmodel/readers.service.ts";
-import type { Services } from "../services.ts";
+import { type ReadsService, sendPage } from "../readmodel/readers.service.ts";
+import type { StoresService } from "../stores/stores.service.ts";
 import { ListInvoicesSchema } from "../schemas/invoices.schemas.ts";
 
-export function invoicesRoutes(services: Services): FastifyPluginAsyncTypebox {
+/** What the invoices list needs: the API key check, the read API's rate limit, and the reader threads. */
+export interface InvoicesRoutesDeps {
+  stores: StoresService;
+  signIn: SignInGuard;
+  readRateLimit: RateLimitOptions;
+  reads: ReadsService;
+}
+
+export function invoicesRoutes(deps: InvoicesRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       "/invoices",
       {
         schema: ListInvoicesSchema,
-        onRequest: requireApiKey(services.stores, "invoices:read", services.signIn),
-        config: { rateLimit: services.readRateLimit },
+        onRequest: requireApiKey(deps.stores, "invoices:read", deps.signIn),
+        config: { rateLimit: deps.readRateLimit },
       },
       async (request, reply) => {
         const q = parseListQuery(request.query, INVOICE_STATUSES);
         // The page arrives as ready JSON (stored documents joined), built off this thread when reader
         // threads are on; the response schema documents it and is not run again.
-        const page = await services.reads.page("invoices", authenticatedStoreId(request), q);
+        const page = await deps.reads.page("invoices", authenticatedStoreId(request), q);
         // Typed as the schema's object; what goes out is its JSON, already serialized.
         return sendPage(reply as FastifyReply, page);
       },

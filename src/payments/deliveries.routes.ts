@@ -1,12 +1,13 @@
-// Admin API: the delivery log searched by outcome, plugin, invoice and time, newest first (mounted inside
-// the admin scope, behind ADMIN_TOKEN). A thin adapter over the deliveries repository.
+// Admin API: the delivery log searched by outcome, plugin, invoice and time, newest first, one delivery
+// read whole, and how a plugin's recent deliveries ended (mounted inside the admin scope, behind
+// ADMIN_TOKEN). A thin adapter over the deliveries repository.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { decodeCursor, encodeCursor } from "../lib/list-query.ts";
 import { Nullable, PaginationSchema, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
-import { DELIVERY_OUTCOMES } from "./deliveries.repository.ts";
+import type { StoresService } from "../stores/stores.service.ts";
+import { DELIVERY_OUTCOMES, type DeliveriesRepository } from "./deliveries.repository.ts";
 import { parseDeliveryFilters } from "./deliveries.filters.ts";
 
 const TIME_BOUND = "ISO 8601 date-time or date, or a duration back from now: `30m`, `1h`, `7d`.";
@@ -67,7 +68,23 @@ export const DeliveryListQuerySchema = Type.Object(
   { additionalProperties: false },
 );
 
-export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox {
+/** What the delivery log's routes need: the store check, the log, and the clock (relative time bounds). */
+export interface DeliveriesRoutesDeps {
+  stores: StoresService;
+  deliveries: DeliveriesRepository;
+  now: () => number;
+}
+
+export function deliveriesRoutes(deps: DeliveriesRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(deliveryLogRoutes(deps));
+    await app.register(pluginOutcomesRoutes(deps));
+  };
+}
+
+/** The log: search it, read one delivery. */
+function deliveryLogRoutes(deps: DeliveriesRoutesDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       "/stores/:storeId/deliveries",
@@ -94,14 +111,14 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
       },
       async (request) => {
         const { limit = 50, cursor, total: withTotal, ...filterInput } = request.query;
-        const filters = parseDeliveryFilters(filterInput, services.now());
-        await services.stores.requireStore(request.params.storeId);
+        const filters = parseDeliveryFilters(filterInput, deps.now());
+        await deps.stores.requireStore(request.params.storeId);
         const after = cursor === undefined ? null : decodeCursor(cursor);
         if (cursor !== undefined && after === null) throw new AppError("invalid_request", "cursor is not a cursor this API issued", { param: "cursor" });
-        const { deliveries, next } = await services.deliveries.list(request.params.storeId, { ...filters, limit, after });
+        const { deliveries, next } = await deps.deliveries.list(request.params.storeId, { ...filters, limit, after });
         const pagination = { limit, nextCursor: next === null ? null : encodeCursor(next) };
         if (!withTotal) return { data: deliveries, pagination };
-        const total = await services.deliveries.count(request.params.storeId, filters, TOTAL_CAP + 1);
+        const total = await deps.deliveries.count(request.params.storeId, filters, TOTAL_CAP + 1);
         return { data: deliveries, pagination: { ...pagination, total: Math.min(total, TOTAL_CAP), totalCapped: total > TOTAL_CAP } };
       },
     );
@@ -118,12 +135,17 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
         },
       },
       async (request) => {
-        const d = await services.deliveries.get(request.params.storeId, request.params.deliveryId);
+        const d = await deps.deliveries.get(request.params.storeId, request.params.deliveryId);
         if (!d) throw new AppError("delivery_not_found", `No delivery ${request.params.deliveryId} in store ${request.params.storeId}`, { param: "deliveryId" });
         return d;
       },
     );
+  };
+}
 
+/** A count per outcome over a plugin's last deliveries. */
+function pluginOutcomesRoutes(deps: Pick<DeliveriesRoutesDeps, "stores" | "deliveries">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/plugins/:name/outcomes",
       {
@@ -146,8 +168,8 @@ export function deliveriesRoutes(services: Services): FastifyPluginAsyncTypebox 
         },
       },
       async (request) => {
-        await services.stores.requireStore(request.params.storeId);
-        const r = await services.deliveries.recentOutcomes(request.params.storeId, request.params.name, request.query.last ?? 50);
+        await deps.stores.requireStore(request.params.storeId);
+        const r = await deps.deliveries.recentOutcomes(request.params.storeId, request.params.name, request.query.last ?? 50);
         return { name: request.params.name, total: r.total, outcomes: r.outcomes, lastAt: r.lastAt === null ? null : new Date(r.lastAt).toISOString() };
       },
     );

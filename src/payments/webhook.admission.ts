@@ -11,8 +11,9 @@
 //   a store that does not exist, holds nothing.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errorBody } from "../errors.ts";
-import { clientBucket } from "../lib/attempt-limiter.ts";
-import type { Services } from "../services.ts";
+import { type AttemptLimiter, clientBucket } from "../lib/attempt-limiter.ts";
+import type { PluginsService } from "../plugins/plugins.service.ts";
+import type { PriorityGate } from "../readmodel/priority-gate.ts";
 import { isUnverified, type WebhookAnswer } from "./webhook.service.ts";
 import { inSourceRanges } from "../plugins/source-ranges.ts";
 
@@ -24,10 +25,17 @@ const tooMany = (reply: FastifyReply, wait: number, message: string) => {
   return new AppError("rate_limited", message);
 };
 
+/** What admission needs: the installation's source ranges and whether it runs, the budgets, the payments-first gate. */
+export interface AdmissionDeps {
+  plugins: Pick<PluginsService, "deliveryTarget">;
+  limits: { webhookVerified: AttemptLimiter; webhookUnverified: AttemptLimiter };
+  paymentsFirst: PriorityGate;
+}
+
 /** Throws the answer when the delivery may not be handled; else enters the payments-first gate (for a runnable plugin). */
-export async function admitDelivery(services: Services, request: FastifyRequest, reply: FastifyReply, storeId: string, pluginName: string): Promise<SettleDelivery> {
-  const { limits } = services;
-  const target = await services.plugins.deliveryTarget(storeId, pluginName);
+export async function admitDelivery(deps: AdmissionDeps, request: FastifyRequest, reply: FastifyReply, storeId: string, pluginName: string): Promise<SettleDelivery> {
+  const { limits } = deps;
+  const target = await deps.plugins.deliveryTarget(storeId, pluginName);
   if (target.allowedSources !== null && !inSourceRanges(target.allowedSources, request.ip)) {
     throw new AppError("source_not_allowed", `Plugin ${pluginName} of store ${storeId} takes deliveries only from its provider's source ranges; ${request.ip} is not in them`);
   }
@@ -37,7 +45,7 @@ export async function admitDelivery(services: Services, request: FastifyRequest,
   const verifiedWait = limits.webhookVerified.wait(storeId);
   if (verifiedWait > 0) throw tooMany(reply, verifiedWait, `Too many deliveries for store ${storeId}; retry in ${verifiedWait} s`);
   // "close" comes once the answer is sent or the connection is gone, whichever way the request ends.
-  if (target.runnable) reply.raw.once("close", services.paymentsFirst.enter());
+  if (target.runnable) reply.raw.once("close", deps.paymentsFirst.enter());
 
   return (answer, requestId) => {
     if (isUnverified(answer)) {

@@ -3,10 +3,11 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger } from "fastify";
 import { Type } from "typebox";
 import { errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import type { Config } from "../config.ts";
+import type { Metrics } from "../platform/ops/metrics.ts";
 import { createBurstWatch, type BurstWatch } from "../lib/burst-watch.ts";
-import { admitDelivery } from "./webhook.admission.ts";
-import { lowerCaseKeys, type WebhookAnswer } from "./webhook.service.ts";
+import { type AdmissionDeps, admitDelivery } from "./webhook.admission.ts";
+import { lowerCaseKeys, type WebhookAnswer, type WebhookService } from "./webhook.service.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -32,8 +33,15 @@ const WebhookResult = Type.Object({
 /** Rejected deliveries (bad signatures) per store and plugin in a minute before the log says so, once. */
 export const REJECTIONS_LOGGED_AT = 10;
 
-export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
-  const { config } = services;
+/** What the webhook needs: its body limit, its response counter, admission (webhook.admission.ts) and the webhook service. */
+export interface WebhookRoutesDeps extends AdmissionDeps {
+  config: Pick<Config, "webhookBodyLimitBytes">;
+  metrics: Pick<Metrics, "webhookResponses">;
+  webhooks: WebhookService;
+}
+
+export function webhookRoutes(deps: WebhookRoutesDeps): FastifyPluginAsyncTypebox {
+  const { config } = deps;
   // One rejection is a stranger or a typo; many in a minute is a misconfigured secret or an attack.
   const rejections = createBurstWatch({ threshold: REJECTIONS_LOGGED_AT, windowMs: 60_000 });
   return async (app) => {
@@ -52,7 +60,7 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
       {
         bodyLimit: config.webhookBodyLimitBytes,
         // Every answer counts, rate-limited and invalid requests included (storefront_webhook_responses_total).
-        onResponse: async (_request, reply) => services.metrics.webhookResponses.inc({ status: String(reply.statusCode) }),
+        onResponse: async (_request, reply) => deps.metrics.webhookResponses.inc({ status: String(reply.statusCode) }),
         schema: {
           operationId: "handlePaymentWebhook",
           summary: "Handle a payment provider's webhook with the store's Lua plugin",
@@ -70,10 +78,10 @@ export function webhookRoutes(services: Services): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { pluginName, storeId, ...rest } = request.query;
         // Source ranges, budgets, payments first: src/payments/webhook.admission.ts. The body has arrived.
-        const settle = await admitDelivery(services, request, reply, storeId, pluginName);
+        const settle = await admitDelivery(deps, request, reply, storeId, pluginName);
         const query: Record<string, string> = { pluginName, storeId };
         for (const [k, v] of Object.entries(rest)) if (typeof v === "string") query[k] = v;
-        const handled = await services.webhooks.handle({
+        const handled = await deps.webhooks.handle({
           storeId,
           pluginName,
           method: request.method,

@@ -1,12 +1,14 @@
 // Admin API for plugins: the catalogue, installations, versions, secrets (mounted inside the admin scope,
-// behind ADMIN_TOKEN). Dry runs and replays are the payment path's: payments/simulation.routes.ts.
+// behind ADMIN_TOKEN), one registrar per resource. Dry runs and replays are the payment path's:
+// payments/simulation.routes.ts.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { AppError } from "../errors.ts";
 import { Nullable, errorResponses } from "../schemas/common.schemas.ts";
-import type { Services } from "../services.ts";
+import type { Sandbox } from "../sandbox/index.ts";
+import type { StoresService } from "../stores/stores.service.ts";
 import { listCatalog, listCatalogFixtures } from "./catalog.ts";
-import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, MAX_VERSION, SECRET_NAME } from "./plugins.service.ts";
+import { MAX_SECRET_BYTES, MAX_SOURCE_BYTES, MAX_VERSION, type PluginsService, SECRET_NAME } from "./plugins.service.ts";
 import { MAX_SOURCE_RANGES } from "./source-ranges.ts";
 
 const StoreParams = Type.Object({ storeId: Type.String() });
@@ -52,11 +54,41 @@ const AllowedSourcesInput = Type.Unsafe<string[] | null>({
   examples: [["54.187.174.169/32", "54.187.205.235/32"]],
 });
 
-export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebox {
-  return async (app) => {
-    const security = [{ adminToken: [] }];
-    const tags = ["plugins"];
+/** What the plugin admin routes need: the store check, the sandbox's compile check, and the plugins service. */
+export interface PluginsRoutesDeps {
+  stores: StoresService;
+  sandbox: Sandbox;
+  plugins: PluginsService;
+}
 
+const DiffQuery = Type.Object({ from: Type.Optional(Type.Integer({ minimum: 1 })), to: Type.Optional(Type.Integer({ minimum: 1 })) }, { additionalProperties: false });
+const PluginDiff = Type.Object({
+  name: Type.String(),
+  from: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+  to: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
+  identical: Type.Boolean(),
+  added: Type.Integer({ description: "Lines only in `to`." }),
+  removed: Type.Integer({ description: "Lines only in `from`." }),
+  diff: Type.String(),
+});
+
+const security = [{ adminToken: [] }];
+const tags = ["plugins"];
+
+export function pluginsAdminRoutes(deps: PluginsRoutesDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    // In this order: the OpenAPI document lists paths as they were registered.
+    await app.register(catalogueRoutes());
+    await app.register(installRoutes(deps));
+    await app.register(secretsRoutes(deps));
+    await app.register(installationRoutes(deps));
+    await app.register(versionRoutes(deps));
+  };
+}
+
+/** The reference plugins that install by name, and their sample requests. */
+function catalogueRoutes(): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/catalog",
       {
@@ -108,7 +140,12 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         return { data: fixtures };
       },
     );
+  };
+}
 
+/** Changing what runs: the editor's compile check, and installing (or updating) a plugin's source. */
+function installRoutes(deps: Pick<PluginsRoutesDeps, "stores" | "sandbox" | "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.post(
       "/stores/:storeId/plugins/check",
       {
@@ -129,8 +166,8 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request) => {
-        await services.stores.requireStore(request.params.storeId);
-        const check = await services.sandbox.check(request.body.source);
+        await deps.stores.requireStore(request.params.storeId);
+        const check = await deps.sandbox.check(request.body.source);
         return check.ok ? { ok: true, errors: [] } : { ok: false, errors: [{ line: check.line, message: check.message }] };
       },
     );
@@ -161,11 +198,16 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request, reply) => {
-        const { created, ...info } = await services.plugins.install(request.params.storeId, request.params.name, request.body);
+        const { created, ...info } = await deps.plugins.install(request.params.storeId, request.params.name, request.body);
         return reply.code(created ? 201 : 200).send(info);
       },
     );
+  };
+}
 
+/** A plugin's settings (secrets), replaced without touching its code. */
+function secretsRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.put(
       "/stores/:storeId/plugins/:name/secrets",
       {
@@ -183,13 +225,18 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           response: { 200: PluginInfo, ...errorResponses(400, 401, 404, 409) },
         },
       },
-      async (request) => services.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
+      async (request) => deps.plugins.replaceSecrets(request.params.storeId, request.params.name, request.body.secrets, request.body.keep),
     );
+  };
+}
 
+/** A store's installations: list, read one with its current source, remove one. */
+function installationRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       "/stores/:storeId/plugins",
       { schema: { tags, security, summary: "List a store's plugins", params: StoreParams, response: { 200: Type.Object({ data: Type.Array(PluginInfo) }), ...errorResponses(401, 404) } } },
-      async (request) => ({ data: await services.plugins.list(request.params.storeId) }),
+      async (request) => ({ data: await deps.plugins.list(request.params.storeId) }),
     );
 
     app.get(
@@ -197,38 +244,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
       {
         schema: { tags, security, summary: "A plugin with its current source", params: PluginParams, response: { 200: Type.Intersect([PluginInfo, Type.Object({ source: Type.String() })]), ...errorResponses(401, 404) } },
       },
-      async (request) => services.plugins.get(request.params.storeId, request.params.name),
-    );
-
-    app.get(
-      "/stores/:storeId/plugins/:name/versions",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "A plugin's versions, newest first",
-          params: PluginParams,
-          response: {
-            200: Type.Object({ data: Type.Array(Type.Object({ version: Type.Integer(), sha256: Type.String(), catalog: Nullable(Type.String()), note: Nullable(Type.String()), createdAt: Type.String(), current: Type.Boolean() })) }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      async (request) => ({ data: await services.plugins.versions(request.params.storeId, request.params.name) }),
-    );
-
-    app.get(
-      "/stores/:storeId/plugins/:name/versions/:version",
-      {
-        schema: {
-          tags,
-          security,
-          summary: "The source of one version",
-          params: Type.Object({ storeId: Type.String(), name: Type.String(), version: Type.Integer({ minimum: 1, maximum: MAX_VERSION }) }),
-          response: { 200: Type.Object({ version: Type.Integer(), source: Type.String() }), ...errorResponses(401, 404) },
-        },
-      },
-      async (request) => ({ version: request.params.version, source: await services.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
+      async (request) => deps.plugins.get(request.params.storeId, request.params.name),
     );
 
     app.delete(
@@ -244,9 +260,45 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
         },
       },
       async (request, reply) => {
-        await services.plugins.remove(request.params.storeId, request.params.name);
+        await deps.plugins.remove(request.params.storeId, request.params.name);
         return reply.code(204).send(null);
       },
+    );
+  };
+}
+
+/** A plugin's versions: list them, read one's source, make one current again, diff two. */
+function versionRoutes(deps: Pick<PluginsRoutesDeps, "plugins">): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      "/stores/:storeId/plugins/:name/versions",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "A plugin's versions, newest first",
+          params: PluginParams,
+          response: {
+            200: Type.Object({ data: Type.Array(Type.Object({ version: Type.Integer(), sha256: Type.String(), catalog: Nullable(Type.String()), note: Nullable(Type.String()), createdAt: Type.String(), current: Type.Boolean() })) }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      async (request) => ({ data: await deps.plugins.versions(request.params.storeId, request.params.name) }),
+    );
+
+    app.get(
+      "/stores/:storeId/plugins/:name/versions/:version",
+      {
+        schema: {
+          tags,
+          security,
+          summary: "The source of one version",
+          params: Type.Object({ storeId: Type.String(), name: Type.String(), version: Type.Integer({ minimum: 1, maximum: MAX_VERSION }) }),
+          response: { 200: Type.Object({ version: Type.Integer(), source: Type.String() }), ...errorResponses(401, 404) },
+        },
+      },
+      async (request) => ({ version: request.params.version, source: await deps.plugins.versionSource(request.params.storeId, request.params.name, request.params.version) }),
     );
 
     app.post(
@@ -262,7 +314,7 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           response: { 200: PluginInfo, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => services.plugins.rollback(request.params.storeId, request.params.name, request.body.version),
+      async (request) => deps.plugins.rollback(request.params.storeId, request.params.name, request.body.version),
     );
 
     app.get(
@@ -274,30 +326,15 @@ export function pluginsAdminRoutes(services: Services): FastifyPluginAsyncTypebo
           summary: "Differences between two versions' sources",
           description: "`diff` is a unified diff (`diff -u`) of the two sources. `to` defaults to the current version, `from` to the version before `to`.",
           params: PluginParams,
-          querystring: Type.Object(
-            { from: Type.Optional(Type.Integer({ minimum: 1 })), to: Type.Optional(Type.Integer({ minimum: 1 })) },
-            { additionalProperties: false },
-          ),
-          response: {
-            200: Type.Object({
-              name: Type.String(),
-              from: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
-              to: Type.Object({ version: Type.Integer(), sha256: Type.String() }),
-              identical: Type.Boolean(),
-              added: Type.Integer({ description: "Lines only in `to`." }),
-              removed: Type.Integer({ description: "Lines only in `from`." }),
-              diff: Type.String(),
-            }),
-            ...errorResponses(400, 401, 404),
-          },
+          querystring: DiffQuery,
+          response: { 200: PluginDiff, ...errorResponses(400, 401, 404) },
         },
       },
       async (request) =>
-        services.plugins.diff(request.params.storeId, request.params.name, {
+        deps.plugins.diff(request.params.storeId, request.params.name, {
           ...(request.query.from === undefined ? {} : { from: request.query.from }),
           ...(request.query.to === undefined ? {} : { to: request.query.to }),
         }),
     );
-
   };
 }

@@ -6,7 +6,7 @@ import type { Db } from "../platform/db/database.ts";
 import { isUniqueViolation } from "../platform/db/db-errors.ts";
 import { AppError } from "../errors.ts";
 import { rebuildReadModel } from "../readmodel/documents.ts";
-import type { Services } from "../services.ts";
+import type { StoresService } from "../stores/stores.service.ts";
 import { Prng } from "./prng.ts";
 import { generateCustomer } from "./seed.generator.ts";
 import { buildPools } from "./seed.pools.ts";
@@ -138,9 +138,15 @@ export interface SeedWithKeyResult extends SeedResult {
   key: string;
 }
 
+/** The database to seed and the stores service that makes the key. */
+export interface SeedWithKeyDeps {
+  db: Db;
+  stores: Pick<StoresService, "createKey">;
+}
+
 /** Seeds, then creates an API key through the stores service (crypto-random, never derived from the seed). */
-export async function seedWithKey(services: Services, options: SeedOptions): Promise<SeedWithKeyResult> {
-  const result = await seedStore(services.db, options);
-  const { key } = await services.stores.createKey(result.storeId, { name: "seed" });
+export async function seedWithKey(deps: SeedWithKeyDeps, options: SeedOptions): Promise<SeedWithKeyResult> {
+  const result = await seedStore(deps.db, options);
+  const { key } = await deps.stores.createKey(result.storeId, { name: "seed" });
   return { ...result, key };
 }
