@@ -7,11 +7,11 @@
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
-import { createAddressPolicy } from "../platform/outbound/address-policy.ts";
-import { createGuardedLookup, describeOutboundError, guardConnector, isPolicyRefusal, OutboundRefused, portOf } from "../platform/outbound/guarded-connect.ts";
-import type { LookupFunction } from "../platform/outbound/guarded-connect.ts";
-import type { FetchReply, FetchRequest } from "./sandbox.protocol.ts";
-import type { FetchRecord, SandboxLimits } from "./sandbox.types.ts";
+import { createAddressPolicy } from "../../platform/outbound/address-policy.ts";
+import { createGuardedLookup, describeOutboundError, guardConnector, isPolicyRefusal, OutboundRefused, portOf } from "../../platform/outbound/guarded-connect.ts";
+import type { LookupFunction } from "../../platform/outbound/guarded-connect.ts";
+import type { FetchReply, FetchRequest } from "../sandbox.protocol.ts";
+import type { FetchRecord, SandboxLimits } from "../sandbox.types.ts";
 
 const MAX_REDIRECTS = 3;
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);

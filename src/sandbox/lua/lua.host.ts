@@ -6,8 +6,8 @@ import crypto from "node:crypto";
 import type { LuaBytes } from "./lua.api.ts";
 import { LuaType } from "./lua.api.ts";
 import { createJsonDecoder } from "./lua.json.ts";
-import type { FetchReply, FetchRequest, InvoiceReply } from "./sandbox.protocol.ts";
-import type { LogType } from "./sandbox.types.ts";
+import type { FetchReply, FetchRequest, InvoiceReply } from "../sandbox.protocol.ts";
+import type { LogType } from "../sandbox.types.ts";
 
 export interface HostBridge {
   log(description: Uint8Array, type: LogType): void;

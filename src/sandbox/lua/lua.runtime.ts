@@ -6,12 +6,12 @@
 // There is deliberately no instruction-count hook: with any hook set, Lua 5.4 calls
 // luaG_traceexec before every instruction (about 40% slower here), and a hook can neither stop a
 // slow C function nor survive an xpcall handler. The CPU budget is enforced from outside: the
-// pool terminates the worker thread (sandbox.pool.ts).
+// pool terminates the worker thread (pool/sandbox.pool.ts).
 import { readFileSync } from "node:fs";
 import { createHostFunctions, type HostBridge } from "./lua.host.ts";
 import { LUA_REGISTRYINDEX, LuaBytes, LuaStatus, loadLuaModule, type EmscriptenLua } from "./lua.api.ts";
-import type { RunJob, WorkerResult } from "./sandbox.protocol.ts";
-import type { SandboxLimits } from "./sandbox.types.ts";
+import type { RunJob, WorkerResult } from "../sandbox.protocol.ts";
+import type { SandboxLimits } from "../sandbox.types.ts";
 
 const PRELUDE = readFileSync(new URL("./sandbox.prelude.lua", import.meta.url));
 const CHUNK_CACHE_SIZE = 64;

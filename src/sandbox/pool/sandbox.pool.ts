@@ -16,7 +16,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { createFetcher, type Fetcher } from "./fetch.client.ts";
-import { resolveLimits } from "./sandbox.limits.ts";
+import { resolveLimits } from "../sandbox.limits.ts";
 import {
   CPU_START_BYTE,
   CTL_CLAIM,
@@ -36,7 +36,7 @@ import {
   type WorkerInit,
   type WorkerMessage,
   type WorkerResult,
-} from "./sandbox.protocol.ts";
+} from "../sandbox.protocol.ts";
 import type {
   CompileCheck,
   FetchRecord,
@@ -49,9 +49,9 @@ import type {
   SandboxDeps,
   SandboxHost,
   SandboxLimits,
-} from "./sandbox.types.ts";
+} from "../sandbox.types.ts";
 
-const WORKER_URL = new URL("./sandbox.worker.ts", import.meta.url);
+const WORKER_URL = new URL("../sandbox.worker.ts", import.meta.url);
 const MAX_MESSAGE = 4096;
 /** A run may wait this long for a worker beyond its wall time (a worker starts in tens to hundreds of ms). */
 const START_ALLOWANCE_MS = 2_000;
