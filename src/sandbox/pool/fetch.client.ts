@@ -63,7 +63,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     return Buffer.concat(chunks, size);
   }
 
-  async function fetchOnce(request: FetchRequest, context: FetchContext): Promise<FetchReply & { responseBytes: number }> {
+  async function fetchOnce(request: FetchRequest, context: FetchContext): Promise<Outcome> {
     const method = request.method.toUpperCase();
     if (!METHODS.has(method)) return { ok: false, error: `unsupported method ${request.method}`, responseBytes: 0 };
     let url: URL;
@@ -73,84 +73,62 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
       return { ok: false, error: `invalid URL: ${request.url.slice(0, 200)}`, responseBytes: 0 };
     }
     const timeoutMs = Math.max(1, Math.ceil(Math.min(request.timeoutMs ?? limits.fetchTimeoutMs, limits.fetchTimeoutMs, context.deadline - performance.now())));
-    // One controller per fetch, detached from the run's signal and timer as soon as the fetch is
-    // over: undici keeps listening on the signal it was given, and an abort that arrives after the
-    // response was read would destroy that finished body with an error nobody handles.
-    const controller = new AbortController();
-    const signal = controller.signal;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new Error("timeout"));
-    }, timeoutMs);
-    const onRunEnd = () => controller.abort(new Error("the run ended"));
-    if (context.signal.aborted) onRunEnd();
-    else context.signal.addEventListener("abort", onRunEnd, { once: true });
-    let currentMethod = method;
-    let body: Uint8Array | null = request.body;
-    const headers: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, request.headers ?? {});
-
+    const guard = guardFetch(context.signal, timeoutMs);
+    const hop: Hop = { url, method, body: request.body, headers: Object.assign(Object.create(null) as Record<string, string>, request.headers ?? {}) };
     try {
-      for (let hop = 0; ; hop++) {
-        const refusal = precheck(url);
-        if (refusal !== null) return { ok: false, error: `fetch refused: ${refusal}`, responseBytes: 0 };
-        const response = await agent.request({
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
-          method: currentMethod as Dispatcher.HttpMethod,
-          headers,
-          body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
-          signal,
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-        });
-        response.body.on("error", () => {}); // errors surface through the reads below
-        const location = response.headers.location;
-        if (REDIRECTS.has(response.statusCode) && typeof location === "string") {
-          response.body.destroy();
-          if (hop >= MAX_REDIRECTS) return { ok: false, error: `too many redirects (more than ${MAX_REDIRECTS})`, responseBytes: 0 };
-          let next: URL;
-          try {
-            next = new URL(location, url);
-          } catch {
-            return { ok: false, error: `invalid redirect location: ${location.slice(0, 200)}`, responseBytes: 0 };
-          }
-          if (next.protocol !== "http:" && next.protocol !== "https:") {
-            return { ok: false, error: `redirect to ${next.protocol} refused: only http and https`, responseBytes: 0 };
-          }
-          if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && currentMethod === "POST")) {
-            if (currentMethod !== "HEAD") currentMethod = "GET";
-            body = null;
-            for (const name of Object.keys(headers)) if (/^content-/i.test(name)) delete headers[name];
-          }
-          if (next.origin !== url.origin) {
-            for (const name of Object.keys(headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete headers[name];
-          }
-          url = next;
-          continue;
-        }
-        const bytes = await readBody(response.body);
-        const outHeaders: [string, string][] = [];
-        for (const [name, value] of Object.entries(response.headers)) {
-          if (value === undefined) continue;
-          outHeaders.push([name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]);
-        }
-        return { ok: true, status: response.statusCode, headers: outHeaders, body: bytes, responseBytes: bytes.length };
-      }
+      return await follow(hop, guard.signal, timeoutMs);
     } catch (err) {
-      if (timedOut) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
+      if (guard.timedOut()) return { ok: false, error: `fetch timed out after ${Math.round(timeoutMs)} ms`, responseBytes: 0 };
       if (context.signal.aborted) return { ok: false, error: "fetch aborted: the run ended", responseBytes: 0 };
-      if (isPolicyRefusal(err)) {
-        return { ok: false, error: `fetch refused: ${describeOutboundError(err)}`, responseBytes: 0 };
-      }
-      if ((err as NodeJS.ErrnoException).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
-        return { ok: false, error: `fetch refused: the response body is larger than ${limits.fetchMaxBytes} bytes`, responseBytes: 0 };
-      }
-      return { ok: false, error: `fetch failed: ${describeOutboundError(err)}`, responseBytes: 0 };
+      return failure(err);
     } finally {
-      clearTimeout(timer);
-      context.signal.removeEventListener("abort", onRunEnd);
+      guard.release();
     }
+  }
+
+  /** Requests `hop`, following redirects by hand (each hop checked again), and reads the final answer. */
+  async function follow(hop: Hop, signal: AbortSignal, timeoutMs: number): Promise<Outcome> {
+    for (let count = 0; ; count++) {
+      const refusal = precheck(hop.url);
+      if (refusal !== null) return { ok: false, error: `fetch refused: ${refusal}`, responseBytes: 0 };
+      const response = await agent.request({
+        origin: hop.url.origin,
+        path: `${hop.url.pathname}${hop.url.search}`,
+        method: hop.method as Dispatcher.HttpMethod,
+        headers: hop.headers,
+        body: hop.body === null ? null : Buffer.from(hop.body.buffer, hop.body.byteOffset, hop.body.byteLength),
+        signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      response.body.on("error", () => {}); // errors surface through the reads below
+      const location = response.headers.location;
+      if (REDIRECTS.has(response.statusCode) && typeof location === "string") {
+        response.body.destroy();
+        if (count >= MAX_REDIRECTS) return { ok: false, error: `too many redirects (more than ${MAX_REDIRECTS})`, responseBytes: 0 };
+        const refused = redirect(hop, response.statusCode, location);
+        if (refused !== null) return refused;
+        continue;
+      }
+      const bytes = await readBody(response.body);
+      const outHeaders: [string, string][] = [];
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (value === undefined) continue;
+        outHeaders.push([name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]);
+      }
+      return { ok: true, status: response.statusCode, headers: outHeaders, body: bytes, responseBytes: bytes.length };
+    }
+  }
+
+  /** A fetch that failed other than by its timeout or the run's end. */
+  function failure(err: unknown): Outcome {
+    if (isPolicyRefusal(err)) {
+      return { ok: false, error: `fetch refused: ${describeOutboundError(err)}`, responseBytes: 0 };
+    }
+    if ((err as NodeJS.ErrnoException).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      return { ok: false, error: `fetch refused: the response body is larger than ${limits.fetchMaxBytes} bytes`, responseBytes: 0 };
+    }
+    return { ok: false, error: `fetch failed: ${describeOutboundError(err)}`, responseBytes: 0 };
   }
 
   return {
@@ -171,4 +149,62 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     },
     close: () => agent.close(),
   };
+}
+
+type Outcome = FetchReply & { responseBytes: number };
+
+/** Where the next request of a fetch goes, and what it sends (a redirect may change all of it). */
+interface Hop {
+  url: URL;
+  method: string;
+  body: Uint8Array | null;
+  headers: Record<string, string>;
+}
+
+/**
+ * One controller per fetch, detached from the run's signal and timer as soon as the fetch is over
+ * (`release`): undici keeps listening on the signal it was given, and an abort that arrives after the
+ * response was read would destroy that finished body with an error nobody handles.
+ */
+function guardFetch(runSignal: AbortSignal, timeoutMs: number): { signal: AbortSignal; timedOut: () => boolean; release: () => void } {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error("timeout"));
+  }, timeoutMs);
+  const onRunEnd = () => controller.abort(new Error("the run ended"));
+  if (runSignal.aborted) onRunEnd();
+  else runSignal.addEventListener("abort", onRunEnd, { once: true });
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    release: () => {
+      clearTimeout(timer);
+      runSignal.removeEventListener("abort", onRunEnd);
+    },
+  };
+}
+
+/** Moves `hop` to a redirect's location, as browsers do; an answer when the redirect is refused. */
+function redirect(hop: Hop, status: number, location: string): Outcome | null {
+  let next: URL;
+  try {
+    next = new URL(location, hop.url);
+  } catch {
+    return { ok: false, error: `invalid redirect location: ${location.slice(0, 200)}`, responseBytes: 0 };
+  }
+  if (next.protocol !== "http:" && next.protocol !== "https:") {
+    return { ok: false, error: `redirect to ${next.protocol} refused: only http and https`, responseBytes: 0 };
+  }
+  if (status === 303 || ((status === 301 || status === 302) && hop.method === "POST")) {
+    if (hop.method !== "HEAD") hop.method = "GET";
+    hop.body = null;
+    for (const name of Object.keys(hop.headers)) if (/^content-/i.test(name)) delete hop.headers[name];
+  }
+  if (next.origin !== hop.url.origin) {
+    for (const name of Object.keys(hop.headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete hop.headers[name];
+  }
+  hop.url = next;
+  return null;
 }
