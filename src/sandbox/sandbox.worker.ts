@@ -4,8 +4,8 @@
 // synchronous functions that work anywhere (inside pcall, a gsub callback or a metamethod).
 import { readlinkSync } from "node:fs";
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { LuaRuntime } from "./lua.runtime.ts";
-import type { HostBridge } from "./lua.host.ts";
+import { LuaRuntime } from "./lua/lua.runtime.ts";
+import type { HostBridge } from "./lua/lua.host.ts";
 import {
   CPU_START_BYTE,
   CTL_CLAIM,

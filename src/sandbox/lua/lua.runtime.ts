@@ -1,19 +1,27 @@
 // One Lua 5.4 state inside one sandbox worker, reused from run to run for speed.
 // Isolation between runs does not depend on cleaning up after a script: every run gets a new
-// environment built by the trusted prelude (fresh copies of every library table), the string
+// environment built by the trusted prelude (prelude/*.lua: fresh copies of every library table), the string
 // metatable is locked, finalizers are refused, and anything that could leave the state
 // inconsistent (a panic, a WebAssembly trap, a host bug) retires the worker.
 // There is deliberately no instruction-count hook: with any hook set, Lua 5.4 calls
 // luaG_traceexec before every instruction (about 40% slower here), and a hook can neither stop a
 // slow C function nor survive an xpcall handler. The CPU budget is enforced from outside: the
-// pool terminates the worker thread (sandbox.pool.ts).
+// pool terminates the worker thread (pool/sandbox.pool.ts).
 import { readFileSync } from "node:fs";
 import { createHostFunctions, type HostBridge } from "./lua.host.ts";
 import { LUA_REGISTRYINDEX, LuaBytes, LuaStatus, loadLuaModule, type EmscriptenLua } from "./lua.api.ts";
-import type { RunJob, WorkerResult } from "./sandbox.protocol.ts";
-import type { SandboxLimits } from "./sandbox.types.ts";
+import type { RunJob, WorkerResult } from "../sandbox.protocol.ts";
+import type { SandboxLimits } from "../sandbox.types.ts";
 
-const PRELUDE = readFileSync(new URL("./sandbox.prelude.lua", import.meta.url));
+/**
+ * The trusted prelude (prelude/*.lua), in the order its modules load. Each is its own chunk, so an error
+ * inside one names its file and line; each is called with the host functions and the table of what the
+ * modules before it export, and the last returns the runner.
+ */
+const PRELUDE = ["base", "json", "os", "math", "env", "runner"].map((name) => ({
+  chunkname: `=[sandbox/${name}.lua]`,
+  source: readFileSync(new URL(`./prelude/${name}.lua`, import.meta.url)),
+}));
 const CHUNK_CACHE_SIZE = 64;
 /** Garbage left by earlier runs above which the state is collected between runs. */
 const GC_SLACK_BYTES = 4 * 1024 * 1024;
@@ -106,17 +114,23 @@ export class LuaRuntime {
       m._lua_setglobal(L, this.api.cstr(name));
     }
 
-    const ptr = this.api.put(PRELUDE);
-    if (m._luaL_loadbufferx(L, ptr, PRELUDE.length, this.api.cstr("=[sandbox]"), this.api.cstr("t")) !== LuaStatus.ok) {
-      throw new Error(`sandbox prelude does not compile: ${this.api.toString(L, -1)}`);
-    }
     const host = createHostFunctions(this.api, bridge);
-    m._lua_createtable(L, 0, Object.keys(host).length);
+    m._lua_createtable(L, 0, Object.keys(host).length); // 1: the host functions
     for (const [name, fn] of Object.entries(host)) {
       m._lua_pushcclosure(L, m.addFunction(fn, "ii"), 0);
       m._lua_setfield(L, -2, this.api.cstr(name));
     }
-    if (m._lua_pcallk(L, 1, 1, 0, 0, 0) !== LuaStatus.ok) throw new Error(`sandbox prelude failed: ${this.api.toString(L, -1)}`);
+    m._lua_createtable(L, 0, 32); // 2: what the prelude's modules export to the ones after them
+    for (const { chunkname, source } of PRELUDE) {
+      m._lua_settop(L, 2);
+      const ptr = this.api.put(source);
+      if (m._luaL_loadbufferx(L, ptr, source.length, this.api.cstr(chunkname), this.api.cstr("t")) !== LuaStatus.ok) {
+        throw new Error(`sandbox prelude does not compile: ${this.api.toString(L, -1)}`);
+      }
+      m._lua_pushvalue(L, 1);
+      m._lua_pushvalue(L, 2);
+      if (m._lua_pcallk(L, 2, 1, 0, 0, 0) !== LuaStatus.ok) throw new Error(`sandbox prelude failed: ${this.api.toString(L, -1)}`);
+    }
     m._lua_getfield(L, -1, this.api.cstr("run"));
     this.runRef = m._luaL_ref(L, LUA_REGISTRYINDEX);
     m._lua_getfield(L, -1, this.api.cstr("gc"));
