@@ -1,4 +1,5 @@
-// GET /api/{namespace}/customers: a thin adapter from HTTP to the customers repository.
+// GET /api/{namespace}/customers: a thin adapter from HTTP to the read model: the API key and the list
+// query checked here, the page built by the reader threads (readmodel/readers.service.ts).
 import type { RateLimitOptions } from "@fastify/rate-limit";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply } from "fastify";
