@@ -25,6 +25,7 @@ import * as m0016 from "./migrations/0016_documents_hash_ids.ts";
 import * as m0017 from "./migrations/0017_lean_payments.ts";
 import * as m0018 from "./migrations/0018_sources_and_token_sessions.ts";
 import * as m0021 from "./migrations/0021_console_workbench.ts";
+import * as m0022 from "./migrations/0022_stale_marks_autovacuum.ts";
 
 import type { MigrationContext } from "./migrations/context.ts";
 
@@ -53,6 +54,7 @@ const migrations: Record<string, MigrationModule> = {
   "0017_lean_payments": m0017,
   "0018_sources_and_token_sessions": m0018,
   "0021_console_workbench": m0021,
+  "0022_stale_marks_autovacuum": m0022,
 };
 
 /** The migrations this release ships, oldest first. */
