@@ -16,13 +16,16 @@ const init = workerData as ReaderInit;
 
 /**
  * Reader threads run at a lower scheduling priority than the process's other threads (Linux: nice is per
- * thread; READ_THREADS_NICE, 10 by default), so when the cores are busy the thread that answers webhooks
- * and the sandbox's threads run first and the pages wait: reads yield to payments. Elsewhere this is
- * skipped.
+ * thread), READ_THREADS_NICE steps (10 by default) below the main thread's, at most 19: so when the cores
+ * are busy the thread that answers webhooks and the sandbox's threads run first and the pages wait: reads
+ * yield to payments. Relative, so that a service started under `nice` (or systemd's Nice=) keeps its
+ * readers below its own main thread. Elsewhere this is skipped.
  */
 try {
   const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
-  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), init.nice));
+  // On Linux the process id is the main thread's id, and getpriority reads that one thread's nice.
+  const lower = Math.min(19, os.getPriority(process.pid) + init.nice);
+  if (Number.isSafeInteger(tid) && tid > 0) os.setPriority(tid, Math.max(os.getPriority(tid), lower));
 } catch {
   // not Linux, or not allowed: the reader runs at the process's priority
 }

@@ -102,11 +102,14 @@ for (const dialect of DIALECTS) {
       assert.equal(fromThreads.headers["content-type"], "application/json; charset=utf-8");
     });
 
-    test("reader threads run at a lower priority (nice 10) than the thread that answers webhooks", { skip: process.platform !== "linux" }, () => {
+    test("reader threads run at a lower priority (10 nice steps, at most 19) than the thread that answers webhooks", { skip: process.platform !== "linux" }, () => {
       const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]);
       const nices = readdirSync("/proc/self/task").map(niceOf);
-      assert.equal(niceOf(String(process.pid)), 0, "the main thread");
-      assert.ok(nices.filter((n) => n === 10).length >= h.services.reads.threads, `threads' nice values: ${nices.join(" ")}`);
+      // Relative to the main thread's own nice: the suite may itself run under `nice -n 10`.
+      const main = niceOf(String(process.pid));
+      const readers = Math.min(19, main + 10);
+      assert.ok(readers > main || main === 19, `the readers' nice (${readers}) is above the main thread's (${main})`);
+      assert.ok(nices.filter((n) => n === readers).length >= h.services.reads.threads, `main ${main}, threads' nice values: ${nices.join(" ")}`);
     });
 
     test("a bad query answered by a reader thread is the same 400 as on the main thread", async () => {
