@@ -14,11 +14,16 @@ import type { Database } from "../platform/db/schema.ts";
 
 /** Events numbered per pass at most; a pass is one transaction. */
 const BATCH = 500;
+/** How long a reader's catch-up waits for another sequencer's pass over the same events. */
+const CATCH_UP_WAIT_MS = 2_000;
 
 export interface Sequencer {
   /** Numbers the unnumbered events (of one store, or all); returns how many it numbered. */
   run(storeId?: string): Promise<number>;
-  /** Numbers one store's events when it has unnumbered ones: a feed read sees every event that committed before it. */
+  /**
+   * Numbers one store's events when it has unnumbered ones, waiting for another sequencer's pass over them
+   * if one is under way: a feed or list read sees every event that committed before it.
+   */
   catchUp(storeId: string): Promise<void>;
 }
 
@@ -60,8 +65,23 @@ export function createSequencer(db: Kysely<Database>, dialect: Dialect): Sequenc
   return {
     run,
     async catchUp(storeId) {
-      const waiting = await db.selectFrom("events").select("id").where("store_id", "=", storeId).where("seq", "is", null).limit(1).executeTakeFirst();
-      if (waiting !== undefined) await run(storeId);
+      const unnumbered = (upTo?: number) => {
+        let q = db.selectFrom("events").select("pos").where("store_id", "=", storeId).where("seq", "is", null);
+        if (upTo !== undefined) q = q.where("pos", "<=", upTo);
+        return q.orderBy("pos", "desc").limit(1).executeTakeFirst();
+      };
+      const newest = await unnumbered();
+      if (newest === undefined) return;
+      // Another sequencer (the background loop, another process) may be numbering some of these events in
+      // a pass of its own: SKIP LOCKED passes them over here, so wait for its commit, which takes
+      // milliseconds. Bounded: past it the reader gets the events numbered so far, and the feed's cursor
+      // still never skips the rest.
+      const deadline = Date.now() + CATCH_UP_WAIT_MS;
+      for (;;) {
+        await run(storeId);
+        if ((await unnumbered(newest.pos)) === undefined || Date.now() > deadline) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
     },
   };
 }

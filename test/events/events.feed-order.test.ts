@@ -62,3 +62,37 @@ for (const { name: dialect, skip } of DIALECTS) {
     });
   });
 }
+
+describe("a list read while another sequencer numbers the same events", { skip: DIALECTS.find((d) => d.name === "postgres")!.skip }, () => {
+  test("PostgreSQL: the list waits for the other pass's commit and shows the event that committed before it", async () => {
+    const h = await createHarness("postgres");
+    try {
+      const store = await h.store();
+      const customer = await h.customer(store.id);
+      await h.services.invoices.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+      const db = h.services.db.kysely;
+      // Another sequencer mid-pass: it holds the store's unnumbered events (FOR UPDATE) and commits their
+      // numbers a little later, as the background loop or another process does.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+      const other = db.transaction().execute(async (tx) => {
+        const rows = await tx.selectFrom("events").select("id").where("store_id", "=", store.id).where("seq", "is", null).forUpdate().execute();
+        assert.equal(rows.length, 1, "the checkout's event, not numbered yet");
+        locked();
+        await held;
+        await tx.insertInto("event_sequences").values({ store_id: store.id, last_seq: 1 }).execute();
+        await tx.updateTable("events").set({ seq: 1 }).where("id", "=", rows[0]!.id).execute();
+      });
+      await lockTaken;
+      const listed = h.services.events.listEvents(store.id, { limit: 10 });
+      setTimeout(release, 100);
+      const { events } = await listed;
+      await other;
+      assert.deepEqual(events.map((e) => e.type), ["invoice.created"], "the event committed before the read is listed");
+    } finally {
+      await h.close();
+    }
+  });
+});
