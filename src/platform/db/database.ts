@@ -78,11 +78,16 @@ function pgPrepared(pool: pg.Pool): Prepared {
 
 // The PostgreSQL drivers are loaded when a PostgreSQL database is opened: an SQLite service (the embedded
 // default) never loads their ~60 modules.
+// Each is kept once loaded: `require` of a package name resolves it again on every call (stat calls and
+// package.json reads), and pg asks for a type parser for every column of every result.
 const require = createRequire(import.meta.url);
+let pgModule: typeof pg | undefined;
+let postgresModule: typeof postgres | undefined;
+let connectionStringModule: typeof PgConnectionString | undefined;
 /** pg, loaded on first use. */
-export const pgDriver = (): typeof pg => require("pg") as typeof pg;
-const postgresJs = (): typeof postgres => require("postgres") as typeof postgres;
-const parseIntoClientConfig = (url: string) => (require("pg-connection-string") as typeof PgConnectionString).parseIntoClientConfig(url);
+export const pgDriver = (): typeof pg => (pgModule ??= require("pg") as typeof pg);
+const postgresJs = (): typeof postgres => (postgresModule ??= require("postgres") as typeof postgres);
+const parseIntoClientConfig = (url: string) => (connectionStringModule ??= require("pg-connection-string") as typeof PgConnectionString).parseIntoClientConfig(url);
 
 // int8 (bigint) and numeric come back from pg as strings; our int8 columns hold epoch milliseconds and
 // cents, far inside Number's safe range, so they are parsed as numbers.
