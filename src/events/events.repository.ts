@@ -29,7 +29,8 @@ export function onDeliveriesQueued(listener: (endpointIds: readonly string[]) =>
   return () => appendListeners.delete(listener);
 }
 
-function queued(endpointIds: readonly string[]): void {
+/** Tells this process's listeners that deliveries were queued for these endpoints (after a write of them). */
+export function queued(endpointIds: readonly string[]): void {
   if (endpointIds.length > 0) for (const listener of appendListeners) listener(endpointIds);
 }
 
@@ -64,10 +65,11 @@ export async function queueDeliveries(
 
 /**
  * A new event's deliveries, one per enabled endpoint of the store that wants its type, in one statement
- * (the endpoints are not read first). Their ids are made by the database: `edl_` and 20 hexadecimal
- * characters, random (hexadecimal digits are in the base32 alphabet of the other ids).
+ * (the endpoints are not read first), returning their endpoints. Their ids are made by the database:
+ * `edl_` and 20 hexadecimal characters, random (hexadecimal digits are in the base32 alphabet of the other
+ * ids). The statement, for the caller to run (or to send with others, payment.apply.ts).
  */
-async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: string; type: EventType }, at: number): Promise<string[]> {
+export function fanOutInsert(tx: Transaction<Database>, event: { id: string; storeId: string; type: EventType }, at: number) {
   const sqlite = tx.getExecutor().adapter instanceof SqliteAdapter;
   const randomId = sqlite ? sql<string>`'edl_' || lower(hex(randomblob(10)))` : sql<string>`'edl_' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20)`;
   // Types are a space-separated list ("" = all). A substring test, not LIKE: SQLite prepares a statement
@@ -78,7 +80,7 @@ async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: s
   // Parameters in a select list are typed by casts (PostgreSQL would take them for text).
   const text = (v: string) => sql<string>`cast(${v} as text)`;
   const int = (v: number) => sql<number>`cast(${v} as bigint)`;
-  const rows = await tx
+  return tx
     .insertInto("event_deliveries")
     .columns(["id", "store_id", "event_id", "endpoint_id", "status", "attempts", "next_attempt_at", "claim_token", "manual", "created_at", "updated_at"])
     .expression((eb) =>
@@ -101,9 +103,20 @@ async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: s
         .where("e.enabled", "=", 1)
         .where((w) => w.or([w("e.types", "=", ""), wants])),
     )
-    .returning("endpoint_id")
-    .execute();
-  return rows.map((r) => r.endpoint_id);
+    .returning("endpoint_id");
+}
+
+/** A new event's row (numbered after it commits), for the caller to run. */
+export function eventInsert(tx: Transaction<Database>, id: string, event: NewEvent) {
+  return tx.insertInto("events").values({
+    id,
+    store_id: event.storeId,
+    seq: null,
+    type: event.type,
+    data: JSON.stringify(event.data),
+    invoice_id: "invoice" in event.data ? event.data.invoice.id : null,
+    created_at: event.createdAt,
+  });
 }
 
 /**
@@ -112,19 +125,9 @@ async function fanOut(tx: Transaction<Database>, event: { id: string; storeId: s
  */
 export async function appendEvent(tx: Transaction<Database>, event: NewEvent): Promise<{ id: string }> {
   const id = newId("evt");
-  await tx
-    .insertInto("events")
-    .values({
-      id,
-      store_id: event.storeId,
-      seq: null,
-      type: event.type,
-      data: JSON.stringify(event.data),
-      invoice_id: "invoice" in event.data ? event.data.invoice.id : null,
-      created_at: event.createdAt,
-    })
-    .execute();
-  queued(await fanOut(tx, { id, storeId: event.storeId, type: event.type }, event.createdAt));
+  await eventInsert(tx, id, event).execute();
+  const fanned = await fanOutInsert(tx, { id, storeId: event.storeId, type: event.type }, event.createdAt).execute();
+  queued(fanned.map((r) => r.endpoint_id));
   return { id };
 }
 

@@ -10,11 +10,11 @@
 // at most once; a loser sees "retry", and the caller runs its transaction again.
 import { type Kysely, type Transaction, sql } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
-import { appendEvent } from "../events/events.repository.ts";
+import { appendEvent, type NewEvent } from "../events/events.repository.ts";
 import { invoiceEventType } from "../events/events.types.ts";
 import { decideTransition, isInvoiceStatus, type InvoiceAction } from "./invoice-state.ts";
 import { toInvoice } from "../readmodel/invoice-documents.ts";
-import { readInvoiceSnapshot } from "./invoices.repository.ts";
+import { type InvoiceSnapshot, readInvoiceSnapshot } from "./invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 
 export interface TransitionLogLine {
@@ -40,41 +40,71 @@ export interface TransitionInput {
 
 const MAX_ATTEMPTS = 5;
 
+/** A transition decided from a snapshot, not yet written: what the writers below write. */
+export interface TransitionPlan {
+  result: Exclude<TransitionResult, { kind: "not_found" }>;
+  /** The compare-and-set, when the status changes. */
+  change: { from: InvoiceStatus; to: InvoiceStatus } | null;
+  /** The invoice's new log lines (the extra lines, then the transition's own). */
+  lines: { invoice_id: string; log: string; type: string; created_at: number }[];
+  /** The change's event, showing the invoice as the list shows it now. */
+  event: NewEvent | null;
+  at: number;
+}
+
+/** What `input` does to the invoice of `snapshot` at time `t`: the state machine's answer, as rows to write. */
+export function planTransition(snapshot: InvoiceSnapshot, input: TransitionInput, t: number): TransitionPlan {
+  const from = snapshot.row.status;
+  if (!isInvoiceStatus(from)) throw new Error(`invoice ${input.invoiceId} has unknown status ${from}`);
+  const decision = decideTransition(from, input.action);
+  const lines = [...(input.extraLines ?? [])];
+  if (decision.kind === "change") lines.push(input.describe(from, decision.to));
+  const rows = lines.map((l) => ({ invoice_id: input.invoiceId, log: l.log, type: l.type, created_at: t }));
+  if (decision.kind !== "change") {
+    const result = decision.kind === "already" ? { kind: "already" as const, status: from } : { kind: "invalid" as const, status: from };
+    return { result, change: null, lines: rows, event: null, at: t };
+  }
+  const invoice = toInvoice({ ...snapshot.row, status: decision.to, updated_at: t }, snapshot.fields, snapshot.items, [...snapshot.logs, ...rows]);
+  return {
+    result: { kind: "changed", from, to: decision.to },
+    change: { from, to: decision.to },
+    lines: rows,
+    event: { storeId: input.storeId, type: invoiceEventType(decision.to), data: { invoice }, createdAt: t },
+    at: t,
+  };
+}
+
+/** The compare-and-set of a planned change: one row updated, or none when the status moved meanwhile. */
+export function compareAndSet(tx: Transaction<Database>, input: Pick<TransitionInput, "storeId" | "invoiceId">, plan: TransitionPlan & { change: object }) {
+  return tx
+    .updateTable("invoices")
+    .set({ status: plan.change.to, updated_at: plan.at })
+    .where("id", "=", input.invoiceId)
+    .where("store_id", "=", input.storeId)
+    .where("status", "=", plan.change.from);
+}
+
+/** The planned log lines' insert (call only when there are some). */
+export function linesInsert(tx: Transaction<Database>, plan: TransitionPlan) {
+  return tx.insertInto("invoice_logs").values(plan.lines);
+}
+
 /**
- * One attempt inside the caller's transaction. "retry": the status changed between the read and the
- * compare-and-set; nothing was written by this call, and the caller's transaction should be run again.
+ * One attempt inside the caller's transaction, one statement after another. "retry": the status changed
+ * between the read and the compare-and-set; nothing was written by this call, and the caller's transaction
+ * should be run again.
  */
 export async function transitionInTransaction(tx: Transaction<Database>, input: TransitionInput, now: () => number): Promise<TransitionResult | "retry"> {
   const snapshot = await readInvoiceSnapshot(tx, input.storeId, input.invoiceId);
   if (snapshot === null) return { kind: "not_found" };
-  const from = snapshot.row.status;
-  if (!isInvoiceStatus(from)) throw new Error(`invoice ${input.invoiceId} has unknown status ${from}`);
-  const decision = decideTransition(from, input.action);
-  const t = now();
-  const lines = [...(input.extraLines ?? [])];
-  let result: TransitionResult;
-  if (decision.kind === "change") {
-    const updated = await tx
-      .updateTable("invoices")
-      .set({ status: decision.to, updated_at: t })
-      .where("id", "=", input.invoiceId)
-      .where("store_id", "=", input.storeId)
-      .where("status", "=", from)
-      .executeTakeFirst();
+  const plan = planTransition(snapshot, input, now());
+  if (plan.change !== null) {
+    const updated = await compareAndSet(tx, input, { ...plan, change: plan.change }).executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) return "retry"; // another action changed it first
-    result = { kind: "changed", from, to: decision.to };
-    lines.push(input.describe(from, decision.to));
-  } else {
-    result = decision.kind === "already" ? { kind: "already", status: from } : { kind: "invalid", status: from };
   }
-  const written = lines.map((l) => ({ log: l.log, type: l.type, created_at: t }));
-  if (written.length > 0) await tx.insertInto("invoice_logs").values(written.map((l) => ({ invoice_id: input.invoiceId, ...l }))).execute();
-  if (result.kind === "changed") {
-    // The event shows the invoice as the list shows it now: the snapshot, moved, with its new lines.
-    const invoice = toInvoice({ ...snapshot.row, status: result.to, updated_at: t }, snapshot.fields, snapshot.items, [...snapshot.logs, ...written]);
-    await appendEvent(tx, { storeId: input.storeId, type: invoiceEventType(result.to), data: { invoice }, createdAt: t });
-  }
-  return result;
+  if (plan.lines.length > 0) await linesInsert(tx, plan).execute();
+  if (plan.event !== null) await appendEvent(tx, plan.event);
+  return plan.result;
 }
 
 /** Runs `attempt` in transactions from `begin` until it does not answer "retry". */

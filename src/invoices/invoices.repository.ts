@@ -29,6 +29,14 @@ export interface InvoiceSnapshot {
   fields: { key: string; value: string; type: string }[];
   items: { product_variant_id: string; quantity: number; price_cents: number; coupon_id: string | null }[];
   logs: { log: string; type: string; created_at: number }[];
+  /** Whether the event asked about (readInvoiceSnapshot's `applied`) was applied to this store before. */
+  seen: boolean;
+}
+
+/** A provider event, by the plugin that reported it and its key (payment.apply.ts). */
+export interface EventKey {
+  pluginName: string;
+  eventKey: string;
 }
 
 /** A new invoice's rows, written together. */
@@ -73,9 +81,10 @@ export async function insertInvoice(tx: Transaction<Database>, rows: NewInvoice)
 /**
  * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
  * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
- * decoded; on SQLite as text.
+ * decoded; on SQLite as text. With `applied`, the same statement also says whether that event was applied
+ * in this store before (a payment's duplicate check).
  */
-export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string): Promise<InvoiceSnapshot | null> {
+export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string, applied?: EventKey): Promise<InvoiceSnapshot | null> {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
   const rows = (table: string, columns: string, order: string) =>
     sqlite
@@ -88,17 +97,22 @@ export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Dat
       rows("invoice_fields", "key, value, type", "position").as("fields_json"),
       rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
       rows("invoice_logs", "log, type, created_at", "id").as("logs_json"),
+      (applied === undefined
+        ? sql<boolean>`false`
+        : sql<boolean>`exists (select 1 from applied_events a where a.store_id = i.store_id and a.plugin_name = ${applied.pluginName} and a.event_key = ${applied.eventKey})`
+      ).as("seen"),
     ])
     .where("i.id", "=", invoiceId)
     .where("i.store_id", "=", storeId)
     .executeTakeFirst();
   if (found === undefined) return null;
-  const { fields_json, items_json, logs_json, ...row } = found;
+  const { fields_json, items_json, logs_json, seen, ...row } = found;
   const array = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v) as unknown[][];
   return {
     row,
     fields: array(fields_json).map(([key, value, type]) => ({ key: String(key), value: String(value), type: String(type) })),
     items: array(items_json).map(([variant, quantity, price, coupon]) => ({ product_variant_id: String(variant), quantity: Number(quantity), price_cents: Number(price), coupon_id: coupon == null ? null : String(coupon) })),
     logs: array(logs_json).map(([log, type, at]) => ({ log: String(log), type: String(type), created_at: Number(at) })),
+    seen: Boolean(seen),
   };
 }

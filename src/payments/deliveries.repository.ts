@@ -161,34 +161,7 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
   }
 
   async function insertRow(d: DeliveryRecord, tx: Kysely<Database> | Transaction<Database>): Promise<void> {
-    await tx
-      .insertInto("deliveries")
-      .values({
-        id: d.id,
-        store_id: d.storeId,
-        plugin_name: d.pluginName,
-        plugin_version: d.pluginVersion,
-        replay_of: d.replayOf,
-        method: d.method,
-        headers: JSON.stringify(d.headers),
-        query: JSON.stringify(d.query),
-        body: d.body,
-        body_bytes: d.bodyBytes,
-        outcome: d.outcome,
-        result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
-        error: d.error === null ? null : JSON.stringify(d.error),
-        logs: JSON.stringify(d.logs),
-        fetches: JSON.stringify(d.fetches),
-        invoice_id: d.invoiceId,
-        transition: d.transition,
-        duration_ms: Math.round(d.durationMs * 1000) / 1000,
-        response_status: d.responseStatus,
-        response_body: JSON.stringify(d.responseBody),
-        event_id: d.eventId,
-        event_type: d.eventType,
-        created_at: d.createdAt,
-      })
-      .execute();
+    await deliveryInsert(tx, d).execute();
   }
 
   return {
@@ -296,4 +269,34 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
       return Number(res.numDeletedRows);
     },
   };
+}
+
+/** A delivery's row, for the caller to run (alone, or with the payment it records: payment.apply.ts). */
+export function deliveryInsert(tx: Kysely<Database> | Transaction<Database>, d: DeliveryRecord) {
+  return tx.insertInto("deliveries")
+    .values({
+      id: d.id,
+      store_id: d.storeId,
+      plugin_name: d.pluginName,
+      plugin_version: d.pluginVersion,
+      replay_of: d.replayOf,
+      method: d.method,
+      headers: JSON.stringify(d.headers),
+      query: JSON.stringify(d.query),
+      body: d.body,
+      body_bytes: d.bodyBytes,
+      outcome: d.outcome,
+      result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
+      error: d.error === null ? null : JSON.stringify(d.error),
+      logs: JSON.stringify(d.logs),
+      fetches: JSON.stringify(d.fetches),
+      invoice_id: d.invoiceId,
+      transition: d.transition,
+      duration_ms: Math.round(d.durationMs * 1000) / 1000,
+      response_status: d.responseStatus,
+      response_body: JSON.stringify(d.responseBody),
+      event_id: d.eventId,
+      event_type: d.eventType,
+      created_at: d.createdAt,
+    });
 }

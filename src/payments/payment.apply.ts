@@ -1,13 +1,30 @@
-// Step 4 of a payment: the plugin's decision applied, inside the payment's durable transaction. The event
-// is claimed first (its primary key: a concurrent delivery of the same event waits here for this one to
-// end, then finds it taken), then the invoice changes through the state machine (invoice-transitions.ts:
-// one read, the compare-and-set, the log lines, the event with its fan-out). Only decisions in effect are
-// remembered: a 404 or 409 may apply once the merchant fixes things, so its claim is given back.
-import type { Transaction } from "kysely";
+// Step 4 of a payment: the plugin's decision applied, with the delivery's record, inside the payment's
+// durable transaction. One read (the invoice with its children, and whether this event was applied before),
+// then the state machine plans the writes (invoice-transitions.ts), then they are written:
+//
+//   the claim        the event's row in applied_events (its primary key: a concurrent delivery of the same
+//                    event waits on it, then finds it taken);
+//   the change       the compare-and-set of the status, its log lines, its event with the fan-out;
+//   the record       the delivery's row (payment.record.ts), with the answer the provider gets.
+//
+// On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds).
+// On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
+// modifying WITH clauses, the compare-and-set made conditional on the claim), so a payment is BEGIN, the
+// read, the writes and COMMIT. Either way a lost claim or compare-and-set throws RetryPayment: the caller
+// rolls back and runs the transaction again, whose read then sees the event applied (a duplicate) or the
+// invoice's new status.
+//
+// Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
+// takes no claim.
+import { type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
-import { type TransitionLogLine, type TransitionResult, transitionInTransaction } from "../invoices/invoice-transitions.ts";
+import { compareAndSet, linesInsert, planTransition, type TransitionLogLine, type TransitionPlan, type TransitionResult } from "../invoices/invoice-transitions.ts";
+import { readInvoiceSnapshot } from "../invoices/invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
+import { eventInsert, fanOutInsert, queued } from "../events/events.repository.ts";
+import { newId } from "../lib/ids.ts";
+import { type DeliveryRecord, deliveryInsert } from "./deliveries.repository.ts";
 
 export interface PaymentToApply {
   storeId: string;
@@ -25,10 +42,13 @@ export interface PaymentToApply {
 /** What applying did: the invoice's transition, or nothing because the event was applied before. */
 export type Applied = TransitionResult | { kind: "duplicate" };
 
-/** The status changed between the read and the compare-and-set: run the whole transaction again. */
+/** The delivery's record for what applying did (written with it). */
+export type RecordOf = (applied: Applied) => DeliveryRecord;
+
+/** The status or the claim changed between the read and the writes: run the whole transaction again. */
 export class RetryPayment extends Error {
   constructor() {
-    super("the invoice changed during the payment's transaction");
+    super("the invoice or the event's claim changed during the payment's transaction");
   }
 }
 
@@ -38,19 +58,104 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
   return p.action === "pushInvoice" ? { log: `Payment confirmed by ${by}: ${from} -> ${to}`, type: "info" } : { log: `Dispute opened, reported by ${by}: ${from} -> ${to}`, type: "warning" };
 }
 
-export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply, now: () => number): Promise<Applied> {
-  const claimed = await tx
+/** Applies the payment in the caller's transaction and writes `record`'s row for it (when given). */
+export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply, now: () => number, record?: RecordOf): Promise<Applied> {
+  const snapshot = await readInvoiceSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
+  const done = async (applied: Applied) => {
+    if (record !== undefined) await deliveryInsert(tx, record(applied)).execute();
+    return applied;
+  };
+  if (snapshot === null) return done((await seenBefore(tx, p)) ? { kind: "duplicate" } : { kind: "not_found" });
+  if (snapshot.seen) return done({ kind: "duplicate" });
+  const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
+  const writes = { plan, claim: plan.result.kind !== "invalid", eventId: newId("evt"), record: record?.(plan.result) ?? null };
+  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, p, writes) : await writeAsOneStatement(tx, p, writes);
+  if (!written.claimed || !written.changed) throw new RetryPayment();
+  queued(written.endpoints);
+  return plan.result;
+}
+
+interface Writes {
+  plan: TransitionPlan;
+  /** Whether the event is claimed (not for a transition that does not apply). */
+  claim: boolean;
+  eventId: string;
+  record: DeliveryRecord | null;
+}
+
+interface Written {
+  /** False when the claim was taken by another delivery of the event meanwhile. */
+  claimed: boolean;
+  /** False when the compare-and-set found the status moved. */
+  changed: boolean;
+  /** The endpoints the event's deliveries were queued for. */
+  endpoints: string[];
+}
+
+function claimInsert(tx: Transaction<Database>, p: PaymentToApply, at: number) {
+  return tx
     .insertInto("applied_events")
-    .values({ store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: now() })
-    .onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing())
-    .executeTakeFirst();
-  if (Number(claimed.numInsertedOrUpdatedRows ?? 0n) !== 1) return { kind: "duplicate" };
-  const result = await transitionInTransaction(tx, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now);
-  if (result === "retry") throw new RetryPayment();
-  if (result.kind === "invalid" || result.kind === "not_found") {
-    await tx.deleteFrom("applied_events").where("store_id", "=", p.storeId).where("plugin_name", "=", p.pluginName).where("event_key", "=", p.eventKey).execute();
+    .values({ store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: at })
+    .onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
+}
+
+async function writeOneByOne(tx: Transaction<Database>, p: PaymentToApply, w: Writes): Promise<Written> {
+  const { plan } = w;
+  if (w.claim) {
+    const claimed = await claimInsert(tx, p, plan.at).executeTakeFirst();
+    if (Number(claimed.numInsertedOrUpdatedRows ?? 0n) !== 1) return { claimed: false, changed: false, endpoints: [] };
   }
-  return result;
+  if (plan.change !== null) {
+    const updated = await compareAndSet(tx, p, { ...plan, change: plan.change }).executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1) return { claimed: true, changed: false, endpoints: [] };
+  }
+  if (plan.lines.length > 0) await linesInsert(tx, plan).execute();
+  let endpoints: string[] = [];
+  if (plan.event !== null) {
+    await eventInsert(tx, w.eventId, plan.event).execute();
+    endpoints = (await fanOutInsert(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type }, plan.at).execute()).map((r) => r.endpoint_id);
+  }
+  if (w.record !== null) await deliveryInsert(tx, w.record).execute();
+  return { claimed: true, changed: true, endpoints };
+}
+
+/**
+ * The same writes as one PostgreSQL statement. Every WITH clause runs, whatever the others did; the
+ * compare-and-set runs only when the claim was taken, and the statement says whether each happened, so the
+ * caller rolls the rest back (RetryPayment) when one did not.
+ */
+async function writeAsOneStatement(tx: Transaction<Database>, p: PaymentToApply, w: Writes): Promise<Written> {
+  const { plan } = w;
+  // Kysely's WITH takes any query; the clauses are chained on an untyped builder (their names are not tables).
+  let q = tx as unknown as QueryCreator<Record<string, Record<string, unknown>>>;
+  const clause = (name: string, query: { toOperationNode(): unknown }) => {
+    q = q.with(name, () => query as never) as unknown as typeof q;
+  };
+  if (w.claim) clause("claim", claimInsert(tx, p, plan.at).returning("event_key"));
+  if (plan.change !== null) {
+    const cas = compareAndSet(tx, p, { ...plan, change: plan.change });
+    clause("cas", (w.claim ? cas.where(sql<boolean>`exists (select 1 from claim)`) : cas).returning("id"));
+  }
+  if (plan.lines.length > 0) clause("lines", linesInsert(tx, plan));
+  if (plan.event !== null) {
+    clause("event", eventInsert(tx, w.eventId, plan.event));
+    clause("fan_out", fanOutInsert(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type }, plan.at));
+  }
+  if (w.record !== null) clause("record", deliveryInsert(tx, w.record));
+  const row = await q
+    .selectNoFrom([
+      (w.claim ? sql<number>`(select count(*) from claim)` : sql<number>`1`).as("claimed"),
+      (plan.change !== null ? sql<number>`(select count(*) from cas)` : sql<number>`1`).as("changed"),
+      (plan.event !== null ? sql<string[]>`(select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out)` : sql<string[]>`'[]'::json`).as("endpoints"),
+    ])
+    .executeTakeFirstOrThrow();
+  return { claimed: Number(row.claimed) === 1, changed: Number(row.changed) === 1, endpoints: row.endpoints as string[] };
+}
+
+/** Whether the event was applied in this store before (asked when its invoice is not there). */
+async function seenBefore(tx: Transaction<Database>, p: PaymentToApply): Promise<boolean> {
+  const row = await tx.selectFrom("applied_events").select("event_key").where("store_id", "=", p.storeId).where("plugin_name", "=", p.pluginName).where("event_key", "=", p.eventKey).executeTakeFirst();
+  return row !== undefined;
 }
 
 /** `ignore` changes no status; its log lines still go on the invoice it names, if it is this store's. */

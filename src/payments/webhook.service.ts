@@ -223,11 +223,14 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       runLines: traces.logs.map((l) => ({ log: l.description, type: l.type })),
     };
     const work = async (tx: Transaction<Database>) => {
-      const outcome = await applyPayment(tx, payment, now);
-      const a = answerFor(d, decision, outcome, redact);
-      const fields: RecordFields = { outcome: a.outcome, result: decision.result, error: null, logs: traces.logs, fetches: traces.fetches, invoiceId: outcome.kind === "not_found" ? null : decision.invoiceId, transition: a.transition, responseStatus: a.status, responseBody: a.body };
-      await deliveries.insert(deliveryRecord(d, fields, { pluginVersion: plugin.version, redact, unverifiedBodyBytes }), tx);
-      return a;
+      // The record is written with the change, so it is made from the answer the outcome gets.
+      let a: ReturnType<typeof answerFor> | undefined;
+      const outcome = await applyPayment(tx, payment, now, (applied) => {
+        a = answerFor(d, decision, applied, redact);
+        const fields: RecordFields = { outcome: a.outcome, result: decision.result, error: null, logs: traces.logs, fetches: traces.fetches, invoiceId: applied.kind === "not_found" ? null : decision.invoiceId, transition: a.transition, responseStatus: a.status, responseBody: a.body };
+        return deliveryRecord(d, fields, { pluginVersion: plugin.version, redact, unverifiedBodyBytes });
+      });
+      return a ?? answerFor(d, decision, outcome, redact);
     };
     let answer: Awaited<ReturnType<typeof work>>;
     for (let attempt = 1; ; attempt++) {

@@ -241,23 +241,47 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
 /** Statement texts given a name for the server to keep prepared, process-wide (beyond it, run unnamed). */
 const MAX_NAMED_STATEMENTS = 1_000;
 const statementNames = new Map<string, string>();
+/** Parameters up to which a text is named on its first run; beyond (up to the second bound), once it recurs. */
+const NAMED_AT_ONCE_MAX_PARAMS = 32;
+const NAMED_IF_RECURRING_MAX_PARAMS = 128;
+const RECURRING_RUNS = 3;
+const MAX_COUNTED_TEXTS = 5_000;
+const runsOfText = new Map<string, number>();
 /** `select *`: its row type follows the table's columns, which a prepared plan must not see change. */
 const SELECTS_ALL = /(?:select|,)\s*(?:"?\w+"?\.)?\*/i;
+
+function nameFor(text: string, params: number): string | undefined {
+  const named = statementNames.get(text);
+  if (named !== undefined || statementNames.size >= MAX_NAMED_STATEMENTS || params > NAMED_IF_RECURRING_MAX_PARAMS || SELECTS_ALL.test(text)) return named;
+  if (params > NAMED_AT_ONCE_MAX_PARAMS) {
+    const runs = (runsOfText.get(text) ?? 0) + 1;
+    if (runs < RECURRING_RUNS) {
+      if (runsOfText.size >= MAX_COUNTED_TEXTS) runsOfText.clear();
+      runsOfText.set(text, runs);
+      return undefined;
+    }
+    runsOfText.delete(text);
+  }
+  const name = `sf${statementNames.size}`;
+  statementNames.set(text, name);
+  return name;
+}
 
 /**
  * PostgreSQL: statements sent with parameters are prepared once per connection under a name and then only
  * bound, as the SQLite side does with its statement cache: the server parses and plans a payment's
  * statements once per connection instead of on every payment (about a quarter of its CPU per payment,
- * bench/README.md). Not named: statements without parameters (DDL, several commands in one text), those
- * with more than 32 (the projector's and seed's batches, whose texts vary with their length), and
- * `select *` (a column added by a rolling upgrade would change a prepared statement's row type).
+ * bench/README.md). A text with up to 32 parameters is named on its first run; one with up to 128 (the
+ * payment's writes, sent as one statement) once it has run three times, so that batches whose texts vary
+ * with their length (the projector's, the seed's) are named only for the lengths that recur. Never named:
+ * statements without parameters (DDL, several commands in one text), and `select *` (a column added by a
+ * rolling upgrade would change a prepared statement's row type).
  */
 function nameStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (text: unknown, values?: unknown, callback?: unknown) => {
-    if (typeof text === "string" && Array.isArray(values) && values.length > 0 && values.length <= 32 && !SELECTS_ALL.test(text)) {
-      let name = statementNames.get(text);
-      if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) statementNames.set(text, (name = `sf${statementNames.size}`));
+    if (typeof text === "string" && Array.isArray(values) && values.length > 0) {
+      const name = nameFor(text, values.length);
       if (name !== undefined) return query({ name, text, values }, callback);
     }
     return query(text, values, callback);
