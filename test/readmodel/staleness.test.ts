@@ -40,6 +40,24 @@ for (const dialect of DIALECTS) {
         }
       });
     }
+
+    test("an invoice moved to another customer marks both customers' documents and its own; a status change marks its own and its customer's", async () => {
+      const db = h.services.db.kysely;
+      const invoice = await db.selectFrom("invoices").select(["id", "store_id", "customer_id"]).executeTakeFirstOrThrow();
+      const other = await h.customer(invoice.store_id);
+      const marked = async () => {
+        const of = async (views: "customer_views" | "invoice_views") => (await db.selectFrom(`stale_${views}`).select("doc_id").distinct().execute()).map((r) => r.doc_id).sort();
+        return { customers: await of("customer_views"), invoices: await of("invoice_views") };
+      };
+      await h.services.projector.drain();
+      await db.updateTable("invoices").set({ customer_id: other.id }).where("id", "=", invoice.id).execute();
+      assert.deepEqual(await marked(), { customers: [invoice.customer_id, other.id].sort(), invoices: [invoice.id] });
+      await h.services.projector.drain();
+      await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", invoice.id).execute();
+      assert.deepEqual(await marked(), { customers: [other.id], invoices: [invoice.id] });
+      await h.services.projector.drain();
+      await db.updateTable("invoices").set({ customer_id: invoice.customer_id }).where("id", "=", invoice.id).execute();
+    });
   });
 }
 
