@@ -21,7 +21,7 @@ import { createMetrics, type Metrics, observeOutboundBacklog, observeReadModel }
 import { instrumentSandbox } from "./sandbox/sandbox.metrics.ts";
 import { createDeliveriesRepository, type DeliveriesRepository } from "./payments/deliveries.repository.ts";
 import { createReadsService, type ReadsService } from "./readmodel/readers.service.ts";
-import { createPriorityGate, type PriorityGate } from "./readmodel/priority-gate.ts";
+import { createPriorityGate, eventLoopBusy, type PriorityGate } from "./readmodel/priority-gate.ts";
 import { createPluginsService, type PluginsService, type RunnablePlugin } from "./plugins/plugins.service.ts";
 import { createSecretBox, resolveSecretsKey } from "./platform/crypto/secret-box.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./platform/crypto/secrets-key.service.ts";
@@ -216,7 +216,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const customersRepo = createCustomersRepository(db);
   const keyCache = createKeyCache<AuthenticatedKey>(changes, KEY_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const stores = createStoresService(db.kysely, now, keyCache);
-  const paymentsFirst = createPriorityGate(config.readYieldMaxMs);
+  const paymentsFirst = createPriorityGate(config.readYieldMaxMs, eventLoopBusy(config.readYieldBusyPercent));
   const limits = {
     authFailures: createAttemptLimiter(config.authFailureLimit),
     webhookVerified: createAttemptLimiter(config.webhookRateLimit),
