@@ -5,10 +5,10 @@
 // Every refusal reads the same, whatever the address and whether anything listens there: a store's console
 // login sees its attempts' errors, and they must not map the operator's network.
 import net from "node:net";
-import { Agent, buildConnector } from "undici";
 import { createGuardedLookup, guardConnector, isPolicyRefusal, portOf } from "../platform/outbound/guarded-connect.ts";
 import { createAddressPolicy, type AddressPolicy } from "../platform/outbound/address-policy.ts";
 import type { LookupFunction } from "../platform/outbound/guarded-connect.ts";
+import { lazyAgent } from "../platform/outbound/lazy-agent.ts";
 
 export const MAX_URL_LENGTH = 2048;
 export const ENDPOINT_REFUSED = "the address is private or reserved (ENDPOINT_ALLOW lists exceptions)";
@@ -44,12 +44,15 @@ export interface EndpointSender {
 /** `lookup` stands in for DNS (tests). */
 export function createEndpointSender(allow: readonly string[], timeoutMs: number, lookup?: LookupFunction): EndpointSender {
   const policy = createAddressPolicy(allow);
-  const agent = new Agent({
-    connect: guardConnector(buildConnector({ lookup: createGuardedLookup(policy, lookup) as never, timeout: timeoutMs, allowH2: false }), policy),
-    keepAliveTimeout: 4_000,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  const agent = lazyAgent(
+    ({ Agent, buildConnector }) =>
+      new Agent({
+        connect: guardConnector(buildConnector({ lookup: createGuardedLookup(policy, lookup) as never, timeout: timeoutMs, allowH2: false }), policy),
+        keepAliveTimeout: 4_000,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      }),
+  );
 
   return {
     policy,
@@ -61,7 +64,7 @@ export function createEndpointSender(allow: readonly string[], timeoutMs: number
       const url = new URL(text);
       const signal = AbortSignal.timeout(timeoutMs);
       try {
-        const response = await agent.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: "POST", headers: { "user-agent": "storefront-webhooks/1", ...headers }, body, signal });
+        const response = await (await agent.get()).request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: "POST", headers: { "user-agent": "storefront-webhooks/1", ...headers }, body, signal });
         response.body.on("error", () => {});
         // Only the start of the answer is kept: enough to show what the receiver said.
         const chunks: Buffer[] = [];

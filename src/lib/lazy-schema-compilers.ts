@@ -24,15 +24,18 @@ export function lazySchemaCompilers(): CompilersFactory {
   const buildValidator = AjvCompiler();
   const buildSerializer = SerializerCompiler();
   return {
+    // The compilers themselves too: Ajv compiles its meta-schema when it is made (about 0.1 s at start-up).
     buildValidator: (externalSchemas: unknown, options: unknown) => {
-      const compiler = buildValidator(externalSchemas as never, options as never);
-      return (route: unknown) => lazyValidator(() => compiler(route as never) as Validate);
+      let compiler: ReturnType<typeof buildValidator> | null = null;
+      const compile = (route: unknown) => (compiler ??= buildValidator(externalSchemas as never, options as never))(route as never) as Validate;
+      return (route: unknown) => lazyValidator(() => compile(route));
     },
     buildSerializer: (externalSchemas: unknown, options: unknown) => {
-      const compiler = buildSerializer(externalSchemas as never, options as never);
+      let compiler: ReturnType<typeof buildSerializer> | null = null;
+      const compile = (route: unknown) => (compiler ??= buildSerializer(externalSchemas as never, options as never))(route as never) as (data: unknown) => string;
       return (route: unknown) => {
         let serialize: ((data: unknown) => string) | null = null;
-        return (data: unknown) => (serialize ??= compiler(route as never) as (data: unknown) => string)(data);
+        return (data: unknown) => (serialize ??= compile(route))(data);
       };
     },
   } as CompilersFactory;

@@ -3,8 +3,13 @@
 // and everything else (a pipe, a file, a container's log driver, NODE_ENV=production) gets JSON.
 // JSON lines carry ISO 8601 times in UTC: read as they are during an incident, and parsed by every log
 // shipper as well as epoch milliseconds are.
+import { createRequire } from "node:module";
 import pino, { type Logger } from "pino";
-import pinoPretty from "pino-pretty";
+import type PinoPretty from "pino-pretty";
+
+// pino-pretty (about 30 modules) is loaded only for pretty output: a service writing JSON never loads it.
+const require = createRequire(import.meta.url);
+const pinoPretty = (): typeof PinoPretty => require("pino-pretty") as typeof PinoPretty;
 
 export type LogFormat = "pretty" | "json";
 
@@ -34,7 +39,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const format = chooseLogFormat({ format: options.format, isTTY: destination.isTTY === true, nodeEnv: options.nodeEnv ?? process.env.NODE_ENV });
   if (format === "pretty") {
     // In this thread (a stream, not a transport's worker thread): nothing more to start or to stop.
-    const pretty = pinoPretty({ destination, colorize: destination.isTTY === true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true });
+    const pretty = pinoPretty()({ destination, colorize: destination.isTTY === true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true });
     return pino({ level: options.level }, pretty);
   }
   const json = { level: options.level, timestamp: pino.stdTimeFunctions.isoTime };

@@ -5,11 +5,11 @@
 // (at most 3, http and https only) and each hop goes through the same checks; the response size and
 // the time are bounded.
 import net from "node:net";
-import { Agent, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
 import { createAddressPolicy } from "../../platform/outbound/address-policy.ts";
 import { createGuardedLookup, describeOutboundError, guardConnector, isPolicyRefusal, OutboundRefused, portOf } from "../../platform/outbound/guarded-connect.ts";
 import type { LookupFunction } from "../../platform/outbound/guarded-connect.ts";
+import { lazyAgent } from "../../platform/outbound/lazy-agent.ts";
 import type { FetchReply, FetchRequest } from "../sandbox.protocol.ts";
 import type { FetchRecord, SandboxLimits } from "../sandbox.types.ts";
 
@@ -33,11 +33,14 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
   const policy = createAddressPolicy(limits.fetchAllow);
   const guardedLookup = createGuardedLookup(policy, lookup);
 
-  const agent = new Agent({
-    connect: guardConnector(buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false }), policy),
-    keepAliveTimeout: 4_000,
-    maxResponseSize: limits.fetchMaxBytes,
-  });
+  const agent = lazyAgent(
+    ({ Agent, buildConnector }) =>
+      new Agent({
+        connect: guardConnector(buildConnector({ lookup: guardedLookup as never, timeout: limits.fetchTimeoutMs, allowH2: false }), policy),
+        keepAliveTimeout: 4_000,
+        maxResponseSize: limits.fetchMaxBytes,
+      }),
+  );
 
   /** Refuses a URL before any network traffic: scheme, credentials, and IP-literal hosts. */
   function precheck(url: URL): string | null {
@@ -91,7 +94,7 @@ export function createFetcher(limits: SandboxLimits, lookup?: LookupFunction): F
     for (let count = 0; ; count++) {
       const refusal = precheck(hop.url);
       if (refusal !== null) return { ok: false, error: `fetch refused: ${refusal}`, responseBytes: 0 };
-      const response = await agent.request({
+      const response = await (await agent.get()).request({
         origin: hop.url.origin,
         path: `${hop.url.pathname}${hop.url.search}`,
         method: hop.method as Dispatcher.HttpMethod,
