@@ -10,7 +10,7 @@
 //   node bench/footprint/run.ts [--rounds 5] [--idle 5] [--baseline DIR] [--threads] [--cold] [--direct]
 //
 // --direct runs what npm start runs, without npm, to tell npm's own start-up from the service's. --cold
-// empties the compile cache (node_modules/.cache/storefront) before every round: the first start after
+// empties the compile cache (node_modules/.cache/storefront/compile) before every round: the first start after
 // `npm ci` or an upgrade. Targets (issue 30): at most 150 MB together, idle; no child process after start-up;
 // /readyz 200 within 1 s of `npm start`.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -101,7 +101,7 @@ function alive(pid: number): boolean {
 }
 
 async function round(side: string, root: string): Promise<Round> {
-  if (args.cold) rmSync(path.join(root, "node_modules/.cache/storefront"), { recursive: true, force: true });
+  if (args.cold) rmSync(path.join(root, "node_modules/.cache/storefront/compile"), { recursive: true, force: true });
   const { npm, url, readyMs, cpuToReadyMs, dir } = await start(root);
   try {
     await sleep(Number(args.idle) * 1000);

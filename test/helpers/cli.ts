@@ -6,6 +6,8 @@ import { fileURLToPath } from "node:url";
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const BIN = path.join(REPO, "bin/storefront.js");
+/** The command runs the sources, not the install's bundle (test/cli/bundle.test.ts tests that); STOREFRONT_SOURCES=0 runs the bundle. */
+const SOURCES = process.env.STOREFRONT_SOURCES ?? "1";
 
 export interface CliRun {
   code: number | null;
@@ -18,7 +20,7 @@ export function runCli(args: string[], options: { env?: Record<string, string>; 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? REPO,
-      env: { ...process.env, LOG_LEVEL: "silent", ...options.env },
+      env: { ...process.env, LOG_LEVEL: "silent", STOREFRONT_SOURCES: SOURCES, ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
@@ -53,7 +55,7 @@ export function runCliUntil(args: string[], ready: (stdout: string) => boolean, 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? REPO,
-      env: { ...process.env, LOG_LEVEL: "silent", ...options.env },
+      env: { ...process.env, LOG_LEVEL: "silent", STOREFRONT_SOURCES: SOURCES, ...options.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
