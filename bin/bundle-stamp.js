@@ -1,6 +1,5 @@
 // Where the server's bundle lives and what it was built from (tools/build-server.js builds it; storefront.js
 // runs it while it is fresh). Plain JavaScript: it runs under the Node that runs npm, before any check.
-/* global process */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +21,7 @@ const ALSO = ["tools/plugin-test", "node_modules/.package-lock.json"];
  * pays a few milliseconds for it). Any edit, checkout or install changes it.
  */
 export function sourceStamp() {
-  const parts = [process.versions.node.split(".")[0]];
+  const parts = [];
   const visit = (relative) => {
     const full = path.join(ROOT, relative);
     const stat = statSync(full, { throwIfNoEntry: false });
