@@ -20,10 +20,10 @@ export type Views = "customer_views" | "invoice_views";
 type Stale = "stale_customer_views" | "stale_invoice_views";
 
 /**
- * Documents rebuilt per pass at most: invoices are small; a customer's document holds all its invoices (a
- * customer with thousands is a megabyte), so fewer of them per pass.
+ * Documents rebuilt per pass at most. A customer's document holds all its invoices (a customer with
+ * thousands is a megabyte): a pass takes customers up to PASS_BYTES of their documents as last stored.
  */
-const BATCH: Record<Views, number> = { invoice_views: 200, customer_views: 25 };
+const BATCH: Record<Views, number> = { invoice_views: 200, customer_views: 100 };
 /** A document this large is big (its rebuilds are spaced out, see createProjector). */
 const BIG_DOCUMENT_BYTES = 64 * 1024;
 /** A big document waits its size divided by this (bytes per millisecond) before it is rebuilt again. */
@@ -77,19 +77,21 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     // import holds hundreds of thousands), and their documents in the order they were first marked.
     let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(BATCH[views] * 8);
     if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
+    // With each document's size as last stored (read from the value's header, not the value itself).
     const candidates = await db
       .selectFrom(window.as("w"))
-      .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
+      .leftJoin(`${views} as v`, "v.id", "w.doc_id")
+      .select(["w.doc_id", sql<number>`count(*)`.as("marks"), sql<number | null>`max(octet_length(v.body))`.as("bytes")])
       .groupBy("w.doc_id")
       .orderBy(sql`min(w.pos)`)
       .limit(BATCH[views])
       .execute();
     if (candidates.length === 0) return { documents: 0, more: false };
-    // Up to about PASS_BYTES of the documents known to be big, one at least.
+    // Up to about PASS_BYTES of documents, one at least.
     let bytes = 0;
     const ids: string[] = [];
     for (const c of candidates) {
-      bytes += big.get(c.doc_id)?.bytes ?? 0;
+      bytes += big.get(c.doc_id)?.bytes ?? Number(c.bytes ?? 0);
       if (ids.length > 0 && bytes > PASS_BYTES) break;
       ids.push(c.doc_id);
     }
