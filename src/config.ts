@@ -77,6 +77,8 @@ export interface HttpLimitsConfig {
   idleTimeoutMs: number;
   /** Connections open at once; more are closed as they arrive (HTTP_MAX_CONNECTIONS). */
   maxConnections: number;
+  /** On SIGTERM/SIGINT, `serve` exits (code 1, saying what it was waiting for) if draining takes longer (SHUTDOWN_TIMEOUT_MS). */
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -259,6 +261,7 @@ function readHttpLimits(read: EnvReader, pluginWallMs: number): HttpLimitsConfig
     // Longer than the 60 s after which common proxies drop idle upstream connections (Fastify's keep-alive default).
     idleTimeoutMs: read.int("HTTP_IDLE_TIMEOUT_MS", 72_000, 100, 3_600_000),
     maxConnections: read.int("HTTP_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+    shutdownTimeoutMs: read.int("SHUTDOWN_TIMEOUT_MS", 30_000, 100, 600_000),
   };
   if (http.headersTimeoutMs > http.requestTimeoutMs) read.problems.push(`HTTP_HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not be longer than HTTP_REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`);
   // A webhook waits silently for its plugin: the idle timeout must not cut it off.

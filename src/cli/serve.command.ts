@@ -37,12 +37,23 @@ export function registerServeCommand(program: Command): void {
         stopping = true;
         if (background.pruneTimer) clearInterval(background.pruneTimer);
         app.log.info({ signal }, "shutting down: finishing requests in flight");
-        const force = setTimeout(() => process.exit(1), 30_000);
+        // Which step a shutdown that does not finish is stuck in, said before the forced exit.
+        let step = "finishing requests in flight";
+        const force = setTimeout(() => {
+          app.log.error({ step, timeoutMs: config.http.shutdownTimeoutMs }, `shutdown did not finish within ${config.http.shutdownTimeoutMs} ms (stuck ${step}); exiting`);
+          process.exit(1);
+        }, config.http.shutdownTimeoutMs);
         force.unref();
+        const next = (name: string) => () => {
+          step = name;
+        };
         app
           .close()
+          .then(next("stopping the background loops"))
           .then(() => Promise.all(background.loops.map((loop) => loop.stop())))
+          .then(next("stopping outbound webhooks"))
           .then(() => services.dispatcher.stop())
+          .then(next("closing the sandbox, reader threads and database"))
           .then(() => services.close())
           .then(() => process.exit(0))
           .catch((err: unknown) => {

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
+import net from "node:net";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -98,3 +99,31 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     }
   });
 }
+
+test("a shutdown that cannot drain exits after SHUTDOWN_TIMEOUT_MS with code 1, naming what it waited for", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-stuck-"));
+  const port = await freePort();
+  const env = { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, "sf.db")}`, SECRETS_KEY: randomBytes(32).toString("hex"), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", LOG_FORMAT: "json", SHUTDOWN_TIMEOUT_MS: "500" };
+  const server = spawn(process.execPath, ["bin/storefront.js", "serve"], { cwd: REPO, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  server.stdout.on("data", (d: Buffer) => (output += d.toString()));
+  server.stderr.on("data", (d: Buffer) => (output += d.toString()));
+  const socket = new net.Socket();
+  try {
+    await waitReady(`http://127.0.0.1:${port}`, server, () => output);
+    // A request whose body never finishes arriving: it stays in flight, so the server cannot drain.
+    await new Promise<void>((resolve, reject) => socket.connect(port, "127.0.0.1", resolve).once("error", reject));
+    socket.write("POST /api/paymentPlugins?pluginName=p&storeId=s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+    await new Promise((r) => setTimeout(r, 100));
+    const exited = once(server, "exit");
+    server.kill("SIGTERM");
+    const [code] = (await exited) as [number | null];
+    assert.equal(code, 1, output);
+    const stuck = output.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { msg: string; step?: string }).find((l) => l.msg.startsWith("shutdown did not finish"));
+    assert.equal(stuck?.step, "finishing requests in flight", output);
+  } finally {
+    socket.destroy();
+    if (server.exitCode === null) server.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
