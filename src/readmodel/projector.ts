@@ -22,8 +22,12 @@ type Stale = "stale_customer_views" | "stale_invoice_views";
 /**
  * Documents rebuilt per pass at most. A customer's document holds all its invoices (a customer with
  * thousands is a megabyte): a pass takes customers up to PASS_BYTES of their documents as last stored.
+ * On SQLite a pass runs on the thread that answers webhooks, statement after statement without a pause,
+ * so it takes fewer customers; on PostgreSQL the server does the work and a pass only waits for it.
  */
-const BATCH: Record<Views, number> = { invoice_views: 200, customer_views: 100 };
+export function passBatch(views: Views, sqlite: boolean): number {
+  return views === "invoice_views" ? 200 : sqlite ? 25 : 100;
+}
 /** A document this large is big (its rebuilds are spaced out, see createProjector). */
 const BIG_DOCUMENT_BYTES = 64 * 1024;
 /** A big document waits its size divided by this (bytes per millisecond) before it is rebuilt again. */
@@ -75,7 +79,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     const cooling = everything ? [] : [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
     // The oldest marks, a window of the position index (never a sort of every mark: a backlog of a bulk
     // import holds hundreds of thousands), and their documents in the order they were first marked.
-    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(BATCH[views] * 8);
+    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(passBatch(views, sqlite) * 8);
     if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
     // With each document's size as last stored (read from the value's header, not the value itself).
     const candidates = await db
@@ -84,7 +88,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       .select(["w.doc_id", sql<number>`count(*)`.as("marks"), sql<number | null>`max(octet_length(v.body))`.as("bytes")])
       .groupBy("w.doc_id")
       .orderBy(sql`min(w.pos)`)
-      .limit(BATCH[views])
+      .limit(passBatch(views, sqlite))
       .execute();
     if (candidates.length === 0) return { documents: 0, more: false };
     // Up to about PASS_BYTES of documents, one at least.
@@ -98,7 +102,8 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     const documents = await db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
     // A full batch, one cut short, or a full window of marks: more may wait.
     const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-    return { documents, more: candidates.length === BATCH[views] || ids.length < candidates.length || marks === BATCH[views] * 8 };
+    const batch = passBatch(views, sqlite);
+    return { documents, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
   }
 
   /**

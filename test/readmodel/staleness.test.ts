@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { createProjector } from "../../src/readmodel/projector.ts";
+import { createProjector, passBatch } from "../../src/readmodel/projector.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 
@@ -123,7 +123,7 @@ describe("the projector and big documents", () => {
 
 for (const dialect of DIALECTS) {
   describe(`a projector pass and the size of documents on ${dialect.name}`, { skip: dialect.skip }, () => {
-    test("a pass rebuilds up to 100 small customers at once, but big ones only up to about 2 MB by their stored size, in a process that never built them", async () => {
+    test("a pass rebuilds a batch of small customers at once (100 on PostgreSQL), but big ones only up to about 2 MB by their stored size, in a process that never built them", async () => {
       const h = await createHarness(dialect.name);
       try {
         const store = await h.store();
@@ -136,7 +136,9 @@ for (const dialect of DIALECTS) {
         for (const c of customers) await buy(c.id);
         assert.equal((await staleCustomers()).length, 40);
         await createProjector(db).runOnce();
-        assert.deepEqual(await staleCustomers(), [], "40 small customers in one pass");
+        const batch = passBatch("customer_views", dialect.name === "sqlite");
+        assert.equal((await staleCustomers()).length, Math.max(0, 40 - batch), `${Math.min(40, batch)} of 40 small customers in one pass`);
+        await createProjector(db).drain();
 
         // Three documents stored at 1.2 MB each (as a customer with thousands of invoices has), then changed.
         const big = customers.slice(0, 3).map((c) => c.id);
