@@ -81,21 +81,20 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     // import holds hundreds of thousands), and their documents in the order they were first marked.
     let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(passBatch(views, sqlite) * 8);
     if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
-    // With each document's size as last stored (read from the value's header, not the value itself).
     const candidates = await db
       .selectFrom(window.as("w"))
-      .leftJoin(`${views} as v`, "v.id", "w.doc_id")
-      .select(["w.doc_id", sql<number>`count(*)`.as("marks"), sql<number | null>`max(octet_length(v.body))`.as("bytes")])
+      .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
       .groupBy("w.doc_id")
       .orderBy(sql`min(w.pos)`)
       .limit(passBatch(views, sqlite))
       .execute();
     if (candidates.length === 0) return { documents: 0, more: false };
-    // Up to about PASS_BYTES of documents, one at least.
+    // Up to about PASS_BYTES of documents, one at least, by their size as remembered or as last stored.
+    const stored = views === "customer_views" ? await storedSizes(candidates.filter((c) => !big.has(c.doc_id)).map((c) => c.doc_id)) : new Map<string, number>();
     let bytes = 0;
     const ids: string[] = [];
     for (const c of candidates) {
-      bytes += big.get(c.doc_id)?.bytes ?? Number(c.bytes ?? 0);
+      bytes += big.get(c.doc_id)?.bytes ?? stored.get(c.doc_id) ?? 0;
       if (ids.length > 0 && bytes > PASS_BYTES) break;
       ids.push(c.doc_id);
     }
@@ -104,6 +103,16 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
     const batch = passBatch(views, sqlite);
     return { documents, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
+  }
+
+  /**
+   * The stored customer documents' sizes, read from each value's header, not the value: a statement of its
+   * own (SQLite copies a column's whole value into the sorter of a grouped query, megabytes here).
+   */
+  async function storedSizes(ids: string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where("id", "in", ids).execute();
+    return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
   }
 
   /**
