@@ -52,7 +52,7 @@ describe("slow clients", () => {
   });
 
   test("the settings have defaults, and a header timeout above the request timeout is refused", () => {
-    assert.deepEqual(loadConfig({}).http, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 72_000, maxConnections: 1000 });
+    assert.deepEqual(loadConfig({}).http, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 72_000, maxConnections: 1000, shutdownTimeoutMs: 30_000 });
     assert.throws(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: "5000", HTTP_REQUEST_TIMEOUT_MS: "4000" }), /HTTP_HEADERS_TIMEOUT_MS \(5000\) must not be longer than HTTP_REQUEST_TIMEOUT_MS/);
     assert.throws(() => loadConfig({ HTTP_IDLE_TIMEOUT_MS: "5000" }), /HTTP_IDLE_TIMEOUT_MS \(5000\) must be longer than PLUGIN_WALL_MS \(10000\)/);
   });
