@@ -132,7 +132,7 @@ function lazySandbox(limits: Config["plugin"]): Sandbox {
 }
 
 export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
-  const db = openDatabase(config.database, options.onQuery ? { onQuery: options.onQuery } : {});
+  const db = openDatabase(config.database, { walCheckpoints: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
   let appliedMigrations: AppliedMigration[] = [];
   try {
     if (options.migrate ?? true) appliedMigrations = await db.migrate(options.migrations);
@@ -157,7 +157,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const rememberedPlugins = createKeyCache<RunnablePlugin>(changes, PLUGIN_CHANGES_CHANNEL, now, config.apiKeyCacheSeconds * 1000);
   const plugins = createPluginsService(db.kysely, box, sandbox, now, rememberedPlugins);
   const deliveries = createDeliveriesRepository(db.kysely);
-  const committer = createDurableCommitter(db.kysely, config.database);
+  const committer = createDurableCommitter(db.kysely, config.database, { afterCommit: () => db.walCheckpoints?.wake() });
   const projector = createProjector(db.kysely);
   observeReadModel(metrics, () => projector.backlog());
   const sequencer = createSequencer(db.kysely, db.dialect);

@@ -9,6 +9,7 @@ import type pg from "pg";
 import type * as PgConnectionString from "pg-connection-string";
 import type postgres from "postgres";
 import type { Database } from "./schema.ts";
+import { type WalCheckpointer, walCheckpointer } from "./wal-checkpointer.ts";
 import { type AppliedMigration, type MigrationObserver, migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
 
@@ -28,6 +29,8 @@ export interface Db {
   /** Migrations not yet applied to this database. */
   pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
+  /** SQLite (a file, OpenOptions.walCheckpoints): the thread that checkpoints the log under writes; else null. */
+  walCheckpoints: WalCheckpointer | null;
   close(): Promise<void>;
 }
 
@@ -164,6 +167,11 @@ export interface OpenOptions {
    * generic plan is the same index walk (bench/README.md has the per-case comparison).
    */
   genericPlans?: boolean;
+  /**
+   * SQLite: checkpoint the write-ahead log from a thread of its own once writes begin (wal-checkpointer.ts),
+   * not inside the commits of this connection. For the connection that serves the writes.
+   */
+  walCheckpoints?: boolean;
   /** Called with the text of every statement sent through Kysely, BEGIN and COMMIT included (tests count them). */
   onQuery?: (sql: string, durationMs: number) => void;
 }
@@ -209,6 +217,7 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
       ping: async () => {
         await sql`select 1`.execute(kysely);
       },
+      walCheckpoints: null,
       close: async () => {
         await bytes?.close();
         await kysely.destroy();
@@ -223,6 +232,7 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
   handle.pragma("foreign_keys = ON");
   handle.pragma("busy_timeout = 5000");
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), ...queryLog(options) });
+  const walCheckpoints = options.walCheckpoints === true && database.file !== ":memory:" ? walCheckpointer(handle, database.file) : null;
   return {
     kysely,
     dialect: "sqlite",
@@ -234,7 +244,11 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
-    close: () => kysely.destroy(),
+    walCheckpoints,
+    close: async () => {
+      await walCheckpoints?.close();
+      await kysely.destroy();
+    },
   };
 }
 

@@ -28,8 +28,13 @@ export interface DurableCommitter {
 /** Works per shared SQLite commit at most: a group holds the one writer while it runs. */
 const MAX_GROUP = 64;
 
-export function createDurableCommitter(db: Kysely<Database>, database: { kind: "sqlite"; file: string } | { kind: "postgres" }): DurableCommitter {
-  return database.kind === "sqlite" ? sqliteCommitter(db, database.file) : postgresCommitter(db);
+export interface CommitterOptions {
+  /** SQLite: called after each shared commit (the log grew: wal-checkpointer.ts wakes). */
+  afterCommit?: () => void;
+}
+
+export function createDurableCommitter(db: Kysely<Database>, database: { kind: "sqlite"; file: string } | { kind: "postgres" }, options: CommitterOptions = {}): DurableCommitter {
+  return database.kind === "sqlite" ? sqliteCommitter(db, database.file, options.afterCommit ?? (() => {})) : postgresCommitter(db);
 }
 
 function postgresCommitter(db: Kysely<Database>): DurableCommitter {
@@ -58,7 +63,7 @@ interface Queued {
   reject(err: unknown): void;
 }
 
-function sqliteCommitter(db: Kysely<Database>, file: string): DurableCommitter {
+function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => void): DurableCommitter {
   const queue: Queued[] = [];
   let active = false;
   const wal = file === ":memory:" ? null : walFile(`${file}-wal`);
@@ -98,6 +103,7 @@ function sqliteCommitter(db: Kysely<Database>, file: string): DurableCommitter {
         for (const item of group) item.reject(err);
         continue;
       }
+      afterCommit();
       // Answered once the log is on disk; the next group runs meanwhile.
       const synced = wal === null ? Promise.resolve() : wal.sync();
       synced.then(

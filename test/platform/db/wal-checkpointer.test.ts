@@ -1,0 +1,120 @@
+// SQLite's log checkpointed off the main thread (src/platform/db/wal-checkpointer.ts): under writes a thread
+// of its own copies the log into the database file, the main connection only checkpoints past a backstop,
+// and the thread leaves once the log is quiet (an idle service holds none) or when the database closes.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import SQLite from "better-sqlite3";
+import { openDatabase } from "../../../src/platform/db/database.ts";
+import { createDurableCommitter } from "../../../src/platform/db/durable.ts";
+import { walCheckpointer } from "../../../src/platform/db/wal-checkpointer.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; !check(); i++) {
+    assert.ok(i < 500, `timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+/** A WAL database with a table whose rows fill pages: ~250 pages written into the log by 500 rows. */
+function walDatabase(): { dir: string; file: string; handle: SQLite.Database; write(rows: number): void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
+  const file = path.join(dir, "w.db");
+  const handle = new SQLite(file);
+  handle.pragma("journal_mode = WAL");
+  handle.pragma("synchronous = NORMAL");
+  handle.exec("create table t (id integer primary key, v blob not null)");
+  const insert = handle.prepare("insert into t (v) values (randomblob(2000))");
+  const write = handle.transaction((rows: number) => {
+    for (let i = 0; i < rows; i++) insert.run();
+  });
+  return { dir, file, handle, write };
+}
+
+describe("the WAL checkpoint thread", () => {
+  test("under writes, the thread copies the log into the database file; the main connection's threshold is only a backstop", async () => {
+    const { dir, file, handle, write } = walDatabase();
+    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 60_000 });
+    try {
+      assert.equal(handle.pragma("wal_autocheckpoint", { simple: true }), 1000, "SQLite's own threshold before any write");
+      const before = statSync(file).size;
+      write(500); // ~250 pages: below either threshold, so only the thread can have copied them
+      checkpoints.wake();
+      assert.equal(checkpoints.running, true);
+      assert.equal(handle.pragma("wal_autocheckpoint", { simple: true }), 10_000, "the main connection checkpoints only past the backstop");
+      await until("the log is in the database file", () => statSync(file).size > before + 500 * 2000);
+    } finally {
+      await checkpoints.close();
+      handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("once the log is quiet the thread leaves, and the main connection checkpoints at SQLite's threshold again", async () => {
+    const { dir, file, handle, write } = walDatabase();
+    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 200 });
+    try {
+      write(10);
+      checkpoints.wake();
+      await until("the thread left", () => !checkpoints.running);
+      assert.equal(handle.pragma("wal_autocheckpoint", { simple: true }), 1000);
+      // The next write starts it again.
+      write(10);
+      checkpoints.wake();
+      assert.equal(checkpoints.running, true);
+    } finally {
+      await checkpoints.close();
+      handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("closing stops the thread, and a closed checkpointer starts none", async () => {
+    const { dir, file, handle, write } = walDatabase();
+    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 60_000 });
+    try {
+      write(10);
+      checkpoints.wake();
+      assert.equal(checkpoints.running, true);
+      await checkpoints.close();
+      assert.equal(checkpoints.running, false);
+      checkpoints.wake();
+      assert.equal(checkpoints.running, false);
+    } finally {
+      handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a durable commit wakes the thread of the database that serves writes; the database's close stops it", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
+    const file = path.join(dir, "d.db");
+    const db = openDatabase({ kind: "sqlite", file }, { walCheckpoints: true });
+    try {
+      await db.migrate();
+      assert.equal(db.walCheckpoints?.running, false, "no thread before the first durable commit");
+      const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file }, { afterCommit: () => db.walCheckpoints?.wake() });
+      await committer.run((tx) => tx.insertInto("stores").values({ id: "st_w", name: "w", created_at: 1 }).execute());
+      assert.equal(db.walCheckpoints?.running, true);
+    } finally {
+      await db.close();
+      assert.equal(db.walCheckpoints?.running, false);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("an in-memory database and a connection that does not serve writes have no checkpoint thread", async () => {
+    const memory = openDatabase({ kind: "sqlite", file: ":memory:" }, { walCheckpoints: true });
+    assert.equal(memory.walCheckpoints, null);
+    await memory.close();
+    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
+    const reader = openDatabase({ kind: "sqlite", file: path.join(dir, "r.db") });
+    assert.equal(reader.walCheckpoints, null);
+    await reader.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
