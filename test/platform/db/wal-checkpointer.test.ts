@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import SQLite from "better-sqlite3";
 import { openDatabase } from "../../../src/platform/db/database.ts";
 import { createDurableCommitter } from "../../../src/platform/db/durable.ts";
-import { walCheckpointer } from "../../../src/platform/db/wal-checkpointer.ts";
+import { type WalCheckpointer, walCheckpointer } from "../../../src/platform/db/wal-checkpointer.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -35,11 +35,22 @@ function walDatabase(): { dir: string; file: string; handle: SQLite.Database; wr
   return { dir, file, handle, write };
 }
 
+/** Runs `check` on a WAL database with a checkpointer of these options; stops both and removes the files. */
+async function withCheckpointer(options: { intervalMs: number; idleMs: number }, check: (db: ReturnType<typeof walDatabase>, checkpoints: WalCheckpointer) => Promise<void>): Promise<void> {
+  const db = walDatabase();
+  const checkpoints = walCheckpointer(db.handle, db.file, options);
+  try {
+    await check(db, checkpoints);
+  } finally {
+    await checkpoints.close();
+    db.handle.close();
+    rmSync(db.dir, { recursive: true, force: true });
+  }
+}
+
 describe("the WAL checkpoint thread", () => {
-  test("under writes, the thread copies the log into the database file; the main connection's threshold is only a backstop", async () => {
-    const { dir, file, handle, write } = walDatabase();
-    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 60_000 });
-    try {
+  test("under writes, the thread copies the log into the database file; the main connection's threshold is only a backstop", () =>
+    withCheckpointer({ intervalMs: 20, idleMs: 60_000 }, async ({ file, handle, write }, checkpoints) => {
       assert.equal(handle.pragma("wal_autocheckpoint", { simple: true }), 1000, "SQLite's own threshold before any write");
       const before = statSync(file).size;
       write(500); // ~250 pages: below either threshold, so only the thread can have copied them
@@ -47,17 +58,10 @@ describe("the WAL checkpoint thread", () => {
       assert.equal(checkpoints.running, true);
       assert.equal(handle.pragma("wal_autocheckpoint", { simple: true }), 10_000, "the main connection checkpoints only past the backstop");
       await until("the log is in the database file", () => statSync(file).size > before + 500 * 2000);
-    } finally {
-      await checkpoints.close();
-      handle.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  test("once the log is quiet the thread leaves, and the main connection checkpoints at SQLite's threshold again", async () => {
-    const { dir, file, handle, write } = walDatabase();
-    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 200 });
-    try {
+  test("once the log is quiet the thread leaves, and the main connection checkpoints at SQLite's threshold again", () =>
+    withCheckpointer({ intervalMs: 20, idleMs: 200 }, async ({ handle, write }, checkpoints) => {
       write(10);
       checkpoints.wake();
       await until("the thread left", () => !checkpoints.running);
@@ -66,17 +70,10 @@ describe("the WAL checkpoint thread", () => {
       write(10);
       checkpoints.wake();
       assert.equal(checkpoints.running, true);
-    } finally {
-      await checkpoints.close();
-      handle.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  test("closing stops the thread, and a closed checkpointer starts none", async () => {
-    const { dir, file, handle, write } = walDatabase();
-    const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 60_000 });
-    try {
+  test("closing stops the thread, and a closed checkpointer starts none", () =>
+    withCheckpointer({ intervalMs: 20, idleMs: 60_000 }, async ({ write }, checkpoints) => {
       write(10);
       checkpoints.wake();
       assert.equal(checkpoints.running, true);
@@ -84,11 +81,7 @@ describe("the WAL checkpoint thread", () => {
       assert.equal(checkpoints.running, false);
       checkpoints.wake();
       assert.equal(checkpoints.running, false);
-    } finally {
-      handle.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
   test("a durable commit wakes the thread of the database that serves writes; the database's close stops it", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
