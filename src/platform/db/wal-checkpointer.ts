@@ -90,6 +90,9 @@ export function walCheckpointer(handle: SQLite.Database, file: string, options: 
     },
     async close() {
       closed = true;
+      // Held alive until the thread is gone: a command that closes its database last would otherwise end
+      // while awaiting this (an unref'd thread does not keep the event loop running).
+      worker?.ref();
       worker?.postMessage("stop");
       await exited;
     },

@@ -2,10 +2,12 @@
 // of its own copies the log into the database file, the main connection only checkpoints past a backstop,
 // and the thread leaves once the log is quiet (an idle service holds none) or when the database closes.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import SQLite from "better-sqlite3";
 import { openDatabase } from "../../../src/platform/db/database.ts";
 import { createDurableCommitter } from "../../../src/platform/db/durable.ts";
@@ -82,6 +84,32 @@ describe("the WAL checkpoint thread", () => {
       checkpoints.wake();
       assert.equal(checkpoints.running, false);
     }));
+
+  test("a process whose last work is closing the checkpointer ends once the thread is gone, not before", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
+    const module = (file: string) => JSON.stringify(pathToFileURL(path.join(import.meta.dirname, "../../../src/platform/db", file)).href);
+    // As a command does: its database closes last, at the top level, with nothing else keeping the loop alive.
+    const script = `
+      import SQLite from "better-sqlite3";
+      const { walCheckpointer } = await import(${module("wal-checkpointer.ts")});
+      const file = ${JSON.stringify(path.join(dir, "c.db"))};
+      const handle = new SQLite(file);
+      handle.pragma("journal_mode = WAL");
+      handle.exec("create table t (v)");
+      const checkpoints = walCheckpointer(handle, file, { intervalMs: 20, idleMs: 60000 });
+      checkpoints.wake();
+      await checkpoints.close();
+      handle.close();
+      console.log("closed");
+    `;
+    try {
+      const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: path.join(import.meta.dirname, "../../.."), encoding: "utf8" });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout.trim(), "closed");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   test("a durable commit wakes the thread of the database that serves writes; the database's close stops it", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-wal-"));
