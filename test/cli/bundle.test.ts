@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -98,6 +100,48 @@ test("a fresh bundle serves, its worker threads start from their own bundles, an
   const workers = [...threads.entries()].filter(([id]) => id !== 0).map(([, urls]) => urls);
   assert.ok(workers.some((urls) => urls.some((u) => fromBundle(u, "sandbox.worker.mjs"))), "a sandbox worker starts from its bundle");
   assert.ok(workers.some((urls) => urls.some((u) => fromBundle(u, "readers.worker.mjs"))), "a reader thread starts from its bundle");
+});
+
+test("from a fresh bundle, a plugin's fetch and a webhook to an endpoint reach their servers (undici, loaded on first use)", { timeout: 120_000 }, async () => {
+  // Both go through undici, which the bundle loads on the first outbound request.
+  const seen: string[] = [];
+  const receiver = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    req.on("end", () => res.end("ok"));
+  });
+  receiver.listen(0, "127.0.0.1");
+  await once(receiver, "listening");
+  const target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = recordedEnv(path.join(dir, "outbound"), { PORT: String(port), HOST: "127.0.0.1", ADMIN_TOKEN, PLUGIN_POOL_SIZE: "1", PLUGIN_FETCH_ALLOW: "127.0.0.1", ENDPOINT_ALLOW: "127.0.0.1" });
+  const server = spawn(process.execPath, ["--import", HOOK, "bin/storefront.js", "serve"], { cwd: REPO, env, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  server.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const admin = (url: string, method: string, body: unknown) =>
+    fetch(`${base}/api/admin${url}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  try {
+    for (let i = 0; !(await fetch(`${base}/readyz`).then((r) => r.ok, () => false)); i++) {
+      assert.equal(server.exitCode, null, stderr);
+      assert.ok(i < 600, `not ready: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const store = (await (await admin("/stores", "POST", { name: "outbound" })).json()) as { id: string };
+    const source = `local r, err = fetch(${JSON.stringify(`${target}/fetched`)}) if not r then error(err) end return { status = "ignore" }`;
+    assert.equal((await admin(`/stores/${store.id}/plugins/probe`, "PUT", { source })).status, 201);
+    const delivery = await fetch(`${base}/api/paymentPlugins?pluginName=probe&storeId=${store.id}`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+    assert.equal(delivery.status, 200, await delivery.text());
+    const endpoint = (await (await admin(`/stores/${store.id}/endpoints`, "POST", { url: `${target}/events` })).json()) as { id: string };
+    const sent = (await (await admin(`/stores/${store.id}/endpoints/${endpoint.id}/test`, "POST", {})).json()) as { ok: boolean };
+    assert.equal(sent.ok, true, JSON.stringify(sent));
+    assert.deepEqual(seen, ["GET /fetched", "POST /events"]);
+  } finally {
+    server.kill("SIGTERM");
+    if (server.exitCode === null) await once(server, "exit");
+    receiver.close();
+  }
+  assert.ok(loads(path.join(dir, "outbound")).get(0)?.some((u) => fromBundle(u, "main.mjs")), "the server ran from the bundle");
 });
 
 test("commands run from a fresh bundle: the release and the catalogue are found", () => {

@@ -12,9 +12,18 @@ export interface LazyAgent {
 export function lazyAgent(make: (undici: typeof Undici) => Undici.Agent): LazyAgent {
   let agent: Promise<Undici.Agent> | null = null;
   return {
-    get: () => (agent ??= import("undici").then(make)),
+    get: () => (agent ??= import("undici").then((undici) => make(commonJsExports(undici)))),
     close: async () => {
       if (agent !== null) await (await agent).close();
     },
   };
+}
+
+/**
+ * undici is CommonJS. Node's own import gives its exports by name (and all of them as `default`); the
+ * server's bundle (tools/build-server.js) gives them as `default` only, so `Agent` and `buildConnector` by
+ * name were undefined there and every outbound request failed. `default` is the exports either way.
+ */
+function commonJsExports(imported: typeof Undici): typeof Undici {
+  return (imported as typeof Undici & { default?: typeof Undici }).default ?? imported;
 }
