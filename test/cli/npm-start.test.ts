@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
+import http from "node:http";
 import net from "node:net";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -57,14 +58,43 @@ async function waitReady(url: string, child: { exitCode: number | null }, output
   throw new Error(`npm start did not become ready: ${output()}`);
 }
 
+/**
+ * A local endpoint the test's plugin fetches: it counts the deliveries that reached the sandbox and holds
+ * each answer until released, so "in flight" is a fact when the signal is sent, not a guess about timing.
+ */
+async function gate(): Promise<{ url: string; arrived: () => number; release: () => void; close: () => Promise<void> }> {
+  const held: http.ServerResponse[] = [];
+  let released = false;
+  const server = http.createServer((_req, res) => {
+    if (released) res.end("ok");
+    else held.push(res);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hold`,
+    arrived: () => held.length,
+    release: () => {
+      released = true;
+      for (const res of held.splice(0)) res.end("ok");
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   test(`${signal} to the npm process of \`npm start\` drains the server and leaves no process behind`, { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-npm-start-"));
-    const env = { DATABASE_URL: `sqlite:${path.join(dir, "sf.db")}`, SECRETS_KEY: randomBytes(32).toString("hex"), PLUGIN_CPU_MS: "5000", PLUGIN_POOL_SIZE: "2" };
-    // A plugin that takes ~300 ms per delivery, installed before the server opens the same file.
+    const held = await gate();
+    const env = { DATABASE_URL: `sqlite:${path.join(dir, "sf.db")}`, SECRETS_KEY: randomBytes(32).toString("hex"), PLUGIN_POOL_SIZE: "4", PLUGIN_FETCH_ALLOW: "127.0.0.1" };
+    // A plugin whose deliveries wait on the gate, installed before the server opens the same file.
     const services = await createServices(loadConfig({ ...env, LOG_LEVEL: "silent" }));
     const store = await services.stores.createStore("slow");
-    await services.plugins.install(store.id, "slow", { source: 'local t = os.clock() while os.clock() - t < 0.3 do end return { status = "ignore" }' });
+    await services.plugins.install(store.id, "slow", { source: `local r = fetch(${JSON.stringify(held.url)}) return { status = "ignore" }` });
     await services.close();
     const port = await freePort();
     const npm = spawn("npm", ["start"], { cwd: REPO, env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }, stdio: ["ignore", "pipe", "pipe"] });
@@ -83,9 +113,19 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
           (err: unknown) => ({ status: 0, body: String(err) }),
         ),
       );
-      await new Promise((r) => setTimeout(r, 100)); // the deliveries are running in the sandbox now
+      // Every delivery is in the sandbox, waiting on the gate.
+      for (let i = 0; held.arrived() < 4; i++) {
+        assert.ok(i < 600, `the deliveries did not reach the plugin: ${output}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const exited = once(npm, "exit");
       npm.kill(signal); // the npm process only, as `docker stop` does
+      // The server stops taking new requests once the signal arrived; then the plugins get their answers.
+      for (let i = 0; await fetch(`${url}/healthz`).then((r) => r.status !== 503, () => false); i++) {
+        assert.ok(i < 600, "the server never began to shut down");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      held.release();
       const answers = await Promise.all(inFlight);
       // A bound on a hang, not a measurement: a server that never got the signal keeps npm waiting forever.
       const code = await Promise.race([exited.then(([c]) => c as number | null), new Promise<string>((r) => setTimeout(() => r("npm did not exit within 30 s"), 30_000).unref())]);
@@ -95,6 +135,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       await assert.rejects(fetch(`${url}/healthz`), "nothing listens any more");
     } finally {
       for (const pid of [npm.pid!, ...tree]) if (alive(pid)) process.kill(pid, "SIGKILL");
+      await held.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
