@@ -75,18 +75,19 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
 
   async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
     const stale = STALE_OF[views];
+    const batch = passBatch(views, sqlite);
     const t = now();
     const cooling = everything ? [] : [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
     // The oldest marks, a window of the position index (never a sort of every mark: a backlog of a bulk
     // import holds hundreds of thousands), and their documents in the order they were first marked.
-    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(passBatch(views, sqlite) * 8);
+    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
     if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
     const candidates = await db
       .selectFrom(window.as("w"))
       .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
       .groupBy("w.doc_id")
       .orderBy(sql`min(w.pos)`)
-      .limit(passBatch(views, sqlite))
+      .limit(batch)
       .execute();
     if (candidates.length === 0) return { documents: 0, more: false };
     // Up to about PASS_BYTES of documents, one at least, by their size as remembered or as last stored.
@@ -101,7 +102,6 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     const documents = await db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
     // A full batch, one cut short, or a full window of marks: more may wait.
     const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-    const batch = passBatch(views, sqlite);
     return { documents, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
   }
 
