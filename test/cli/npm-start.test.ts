@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import http from "node:http";
 import net from "node:net";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -13,6 +12,7 @@ import { test } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { createServices } from "../../src/services.ts";
 import { REPO } from "../helpers/cli.ts";
+import { arrivedAtGate, gate, shuttingDown } from "../helpers/gate.ts";
 import { freePort } from "../helpers/server.ts";
 
 /** Every process below `pid`, from /proc (Linux). */
@@ -58,34 +58,6 @@ async function waitReady(url: string, child: { exitCode: number | null }, output
   throw new Error(`npm start did not become ready: ${output()}`);
 }
 
-/**
- * A local endpoint the test's plugin fetches: it counts the deliveries that reached the sandbox and holds
- * each answer until released, so "in flight" is a fact when the signal is sent, not a guess about timing.
- */
-async function gate(): Promise<{ url: string; arrived: () => number; release: () => void; close: () => Promise<void> }> {
-  const held: http.ServerResponse[] = [];
-  let released = false;
-  const server = http.createServer((_req, res) => {
-    if (released) res.end("ok");
-    else held.push(res);
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hold`,
-    arrived: () => held.length,
-    release: () => {
-      released = true;
-      for (const res of held.splice(0)) res.end("ok");
-    },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
-
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   test(`${signal} to the npm process of \`npm start\` drains the server and leaves no process behind`, { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-npm-start-"));
@@ -114,17 +86,11 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
         ),
       );
       // Every delivery is in the sandbox, waiting on the gate.
-      for (let i = 0; held.arrived() < 4; i++) {
-        assert.ok(i < 600, `the deliveries did not reach the plugin: ${output}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await arrivedAtGate(held, 4, () => output);
       const exited = once(npm, "exit");
       npm.kill(signal); // the npm process only, as `docker stop` does
       // The server stops taking new requests once the signal arrived; then the plugins get their answers.
-      for (let i = 0; await fetch(`${url}/healthz`).then((r) => r.status !== 503, () => false); i++) {
-        assert.ok(i < 600, "the server never began to shut down");
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await shuttingDown(url);
       held.release();
       const answers = await Promise.all(inFlight);
       // A bound on a hang, not a measurement: a server that never got the signal keeps npm waiting forever.

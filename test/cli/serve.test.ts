@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { randomBytes } from "node:crypto";
 import { loadConfig } from "../../src/config.ts";
 import { createServices } from "../../src/services.ts";
+import { arrivedAtGate, gate, shuttingDown } from "../helpers/gate.ts";
 import { startServer } from "../helpers/server.ts";
 
 test("with no configuration, serve creates and migrates an SQLite database and a secrets key under ./data", async () => {
@@ -30,11 +31,12 @@ test("with no configuration, serve creates and migrates an SQLite database and a
 
 test("SIGTERM finishes the requests in flight (slow webhooks), then exits 0", async () => {
   const cwd = mkdtempSync(path.join(os.tmpdir(), "storefront-serve-"));
-  const env = { DATABASE_URL: `sqlite:${path.join(cwd, "sf.db")}`, SECRETS_KEY: randomBytes(32).toString("hex"), PLUGIN_CPU_MS: "5000", PLUGIN_POOL_SIZE: "2" };
-  // Set up a store whose plugin takes ~300 ms per delivery, before the server opens the same file.
+  const held = await gate();
+  const env = { DATABASE_URL: `sqlite:${path.join(cwd, "sf.db")}`, SECRETS_KEY: randomBytes(32).toString("hex"), PLUGIN_POOL_SIZE: "4", PLUGIN_FETCH_ALLOW: "127.0.0.1" };
+  // A plugin whose deliveries wait on the gate, installed before the server opens the same file.
   const services = await createServices(loadConfig({ ...env, LOG_LEVEL: "silent" }));
   const store = await services.stores.createStore("slow");
-  await services.plugins.install(store.id, "slow", { source: 'local t = os.clock() while os.clock() - t < 0.3 do end return { status = "ignore" }' });
+  await services.plugins.install(store.id, "slow", { source: `local r = fetch(${JSON.stringify(held.url)}) return { status = "ignore" }` });
   await services.close();
   const server = await startServer({ __CWD: cwd, ...env });
   try {
@@ -45,13 +47,20 @@ test("SIGTERM finishes the requests in flight (slow webhooks), then exits 0", as
         (err: unknown) => ({ status: 0, body: String(err) }),
       ),
     );
-    await new Promise((r) => setTimeout(r, 100)); // the deliveries are running in the sandbox now
-    const code = await server.stop();
+    // Every delivery is in the sandbox, waiting on the gate; the signal goes now, and the gate opens only
+    // once the server refuses new requests.
+    await arrivedAtGate(held, 4, server.output);
+    const stopped = server.stop();
+    await shuttingDown(server.url);
+    held.release();
+    const code = await stopped;
     const answers = await Promise.all(inFlight);
     assert.equal(code, 0, server.output());
     for (const a of answers) assert.deepEqual(a, { status: 200, body: '{"status":"ignore"}' }, "every request in flight was answered");
     await assert.rejects(fetch(`${server.url}/healthz`), "after exit nothing listens");
   } finally {
+    await server.kill9();
+    await held.close();
     rmSync(cwd, { recursive: true, force: true });
   }
 });
