@@ -7,9 +7,12 @@
 // Why it is safe with writers and with other projectors (any process may run one):
 // - the marks a pass deletes are only ones it read before reading the sources, so every change they stand
 //   for is in the document it writes; a change that commits later leaves its own mark;
-// - two projectors never build one document at once: on SQLite a pass is one write transaction, on
-//   PostgreSQL the documents rows are locked first (SKIP LOCKED). Writers do not touch documents rows after
-//   the owner's insert, so nobody waits on those locks.
+// - a document is written only by the pass that deletes its marks. On PostgreSQL the documents rows are
+//   locked first (SKIP LOCKED), so two projectors never build one document at once. On SQLite a batch is
+//   built outside any transaction (on a reader thread when there is one: buildBatch), then written in one
+//   short transaction that first checks that every mark the build read is still there (applyBatch): a
+//   mark gone means another projector wrote that document meanwhile, from sources at least as new, and the
+//   older build is dropped. Writers do not touch documents rows after the owner's insert.
 import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import { assembleCustomers, customerRows } from "./customer-documents.ts";
 import type { Database } from "../platform/db/schema.ts";
@@ -44,6 +47,26 @@ export interface ProjectorBacklog {
   oldestAt: number | null;
 }
 
+/** What a SQLite pass builds: the documents of a batch, each with the marks read before its sources. */
+export interface BuiltBatch {
+  views: Views;
+  /** The documents built, as JSON, by id; a document whose owner is gone has none (only its marks go). */
+  bodies: [string, string][];
+  /** The positions of the marks read for each document of the batch. */
+  marks: [string, number[]][];
+  /** More stale documents may wait. */
+  more: boolean;
+}
+
+/** Which documents a pass takes: those of `views`, except ones whose rebuild is held back (`cooling`). */
+export interface BuildRequest {
+  views: Views;
+  cooling: string[];
+}
+
+/** Builds a batch off this thread (a reader thread's own connection), or null to build it here. */
+export type BatchBuilder = (request: BuildRequest) => Promise<BuiltBatch>;
+
 export interface Projector {
   /** Rebuilds up to a batch of stale documents per table: how many it rebuilt or dropped, and whether a batch was full (more wait). */
   runOnce(): Promise<{ documents: number; more: boolean }>;
@@ -52,7 +75,7 @@ export interface Projector {
   backlog(): Promise<ProjectorBacklog>;
 }
 
-export function createProjector(db: Kysely<Database>, now: () => number = Date.now): Projector {
+export function createProjector(db: Kysely<Database>, now: () => number = Date.now, builder: () => BatchBuilder | null = () => null): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
 
   /**
@@ -74,56 +97,21 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   }
 
   async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
-    const stale = STALE_OF[views];
-    const batch = passBatch(views, sqlite);
     const t = now();
     const cooling = everything ? [] : [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
-    // The oldest marks, a window of the position index (never a sort of every mark: a backlog of a bulk
-    // import holds hundreds of thousands), and their documents in the order they were first marked.
-    let window = db.selectFrom(stale).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
-    if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
-    const candidates = await db
-      .selectFrom(window.as("w"))
-      .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
-      .groupBy("w.doc_id")
-      .orderBy(sql`min(w.pos)`)
-      .limit(batch)
-      .execute();
-    if (candidates.length === 0) return { documents: 0, more: false };
-    // Up to about PASS_BYTES of documents, one at least, by their size as remembered or as last stored.
-    const stored = views === "customer_views" ? await storedSizes(candidates.filter((c) => !big.has(c.doc_id)).map((c) => c.doc_id)) : new Map<string, number>();
-    let bytes = 0;
-    const ids: string[] = [];
-    for (const c of candidates) {
-      bytes += big.get(c.doc_id)?.bytes ?? stored.get(c.doc_id) ?? 0;
-      if (ids.length > 0 && bytes > PASS_BYTES) break;
-      ids.push(c.doc_id);
+    if (sqlite) {
+      // Built where the builder says (a reader thread: the assembly and the source reads leave the thread
+      // that answers webhooks), written here in one short transaction.
+      const build = builder();
+      const built = build === null ? await buildBatch(db, { views, cooling }) : await build({ views, cooling });
+      remember(new Map(built.bodies));
+      await applyBatch(db, built);
+      return { documents: built.marks.length, more: built.more };
     }
-    const documents = await db.transaction().execute((tx) => (sqlite ? rebuildSqlite(tx, views, ids) : rebuildPostgres(tx, views, ids)));
-    // A full batch, one cut short, or a full window of marks: more may wait.
-    const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-    return { documents, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
-  }
-
-  /**
-   * The stored customer documents' sizes, read from each value's header, not the value: a statement of its
-   * own (SQLite copies a column's whole value into the sorter of a grouped query, megabytes here).
-   */
-  async function storedSizes(ids: string[]): Promise<Map<string, number>> {
-    if (ids.length === 0) return new Map();
-    const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where("id", "in", ids).execute();
-    return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
-  }
-
-  /**
-   * SQLite: one writer. The marks read in this transaction are all the marks there are until it commits (a
-   * write of another process in between makes this transaction's commit fail, and the pass is tried again),
-   * so the documents are built from the sources as they are and all their marks go.
-   */
-  async function rebuildSqlite(tx: Transaction<Database>, views: Views, ids: string[]): Promise<number> {
-    await writeBodies(tx, views, await build(tx, views, ids));
-    await tx.deleteFrom(STALE_OF[views]).where("doc_id", "in", ids).execute();
-    return ids.length;
+    const picked = await pickBatch(db, views, cooling, (id) => big.get(id)?.bytes);
+    if (picked.ids.length === 0) return { documents: 0, more: false };
+    const documents = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
+    return { documents, more: picked.more };
   }
 
   /**
@@ -146,15 +134,9 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   }
 
   async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
-    const bodies = views === "invoice_views" ? await invoiceBodies(tx, ids) : await customerBodies(tx, ids);
+    const bodies = await bodiesOf(tx, views, ids);
     remember(bodies);
     return bodies;
-  }
-
-  async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
-    if (bodies.size === 0) return;
-    const bodyOf = sql.join([...bodies].map(([id, body]) => sql`when ${id} then ${body}`), sql` `);
-    await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
   }
 
   async function runOnce(everything = false): Promise<{ documents: number; more: boolean }> {
@@ -188,6 +170,105 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       return { changes, oldestAt };
     },
   };
+}
+
+/**
+ * The documents a pass takes: the oldest marks, a window of the position index (never a sort of every
+ * mark: a backlog of a bulk import holds hundreds of thousands), their documents in the order they were
+ * first marked, up to about PASS_BYTES of them (one at least) by their size as remembered (`knownBytes`)
+ * or as last stored.
+ */
+async function pickBatch(db: Executor, views: Views, cooling: string[], knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean }> {
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  const batch = passBatch(views, sqlite);
+  let window = db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
+  if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
+  const candidates = await db
+    .selectFrom(window.as("w"))
+    .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
+    .groupBy("w.doc_id")
+    .orderBy(sql`min(w.pos)`)
+    .limit(batch)
+    .execute();
+  if (candidates.length === 0) return { ids: [], more: false };
+  const stored = views === "customer_views" ? await storedSizes(db, candidates.filter((c) => knownBytes(c.doc_id) === undefined).map((c) => c.doc_id)) : new Map<string, number>();
+  let bytes = 0;
+  const ids: string[] = [];
+  for (const c of candidates) {
+    bytes += knownBytes(c.doc_id) ?? stored.get(c.doc_id) ?? 0;
+    if (ids.length > 0 && bytes > PASS_BYTES) break;
+    ids.push(c.doc_id);
+  }
+  // A full batch, one cut short, or a full window of marks: more may wait.
+  const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
+  return { ids, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
+}
+
+/**
+ * The stored customer documents' sizes, read from each value's header, not the value: a statement of its
+ * own (SQLite copies a column's whole value into the sorter of a grouped query, megabytes here).
+ */
+async function storedSizes(db: Executor, ids: string[]): Promise<Map<string, number>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where("id", "in", ids).execute();
+  return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
+}
+
+/**
+ * SQLite: a batch of stale documents built from their sources, outside any transaction, on any connection
+ * to the database (it only reads). Each document's marks are read before its sources, so the document holds
+ * every change those marks stand for (each statement reads what committed before it).
+ */
+export async function buildBatch(db: Kysely<Database>, request: BuildRequest): Promise<BuiltBatch> {
+  // One read transaction: another connection's writes make SQLite drop this connection's page cache when
+  // its next read transaction starts, so statements of their own would each read their pages again.
+  return db.transaction().execute((tx) => buildIn(tx, request));
+}
+
+async function buildIn(db: Transaction<Database>, request: BuildRequest): Promise<BuiltBatch> {
+  const { views, cooling } = request;
+  const picked = await pickBatch(db, views, cooling, () => undefined);
+  if (picked.ids.length === 0) return { views, bodies: [], marks: [], more: false };
+  const rows = await db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).where("doc_id", "in", picked.ids).execute();
+  const marks = new Map<string, number[]>(picked.ids.map((id) => [id, []]));
+  for (const r of rows) marks.get(r.doc_id)?.push(Number(r.pos));
+  return { views, bodies: [...(await bodiesOf(db, views, picked.ids))], marks: [...marks], more: picked.more };
+}
+
+/**
+ * SQLite: writes a built batch in one transaction. A document whose marks are all still there is written
+ * and its marks deleted; one that lost a mark was written meanwhile by another projector, from sources at
+ * least as new as this build's, and is left as it is (a mark that remains is another pass's work). A
+ * document with no body (its owner is gone) only loses its marks.
+ */
+export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promise<number> {
+  if (built.marks.length === 0) return 0;
+  const stale = STALE_OF[built.views];
+  const positions = (list: [string, number[]][]) => JSON.stringify(list.flatMap(([, p]) => p));
+  return db.transaction().execute(async (tx) => {
+    const present = await tx
+      .selectFrom(stale)
+      .select("pos")
+      .where("pos", "in", sql<number>`(select value from json_each(${positions(built.marks)}))`)
+      .execute();
+    const there = new Set(present.map((r) => Number(r.pos)));
+    const whole = built.marks.filter(([, p]) => p.every((pos) => there.has(pos)));
+    if (whole.length === 0) return 0;
+    const ids = new Set(whole.map(([id]) => id));
+    await writeBodies(tx, built.views, new Map(built.bodies.filter(([id]) => ids.has(id))));
+    await tx.deleteFrom(stale).where("pos", "in", sql<number>`(select value from json_each(${positions(whole)}))`).execute();
+    return whole.length;
+  });
+}
+
+async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
+  if (bodies.size === 0) return;
+  const bodyOf = sql.join([...bodies].map(([id, body]) => sql`when ${id} then ${body}`), sql` `);
+  await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
+}
+
+function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
+  return views === "invoice_views" ? invoiceBodies(db, ids) : customerBodies(db, ids);
 }
 
 /** Invoices as the list shows them, as JSON, by id (those that still exist). */

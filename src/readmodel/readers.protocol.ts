@@ -2,6 +2,7 @@
 import type { Config } from "../config.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { ListQuery } from "../lib/list-query.ts";
+import type { BuildRequest, BuiltBatch } from "./projector.ts";
 
 export type ListName = "customers" | "invoices";
 
@@ -20,14 +21,25 @@ export interface ReaderInit {
   slotCount: number;
 }
 
-export interface ReadJob {
+/** A list page to build. */
+export interface PageJob {
   id: number;
   list: ListName;
   storeId: string;
   query: ListQuery;
 }
 
+/** A batch of the read model's stale documents to build (SQLite: the projector writes it, projector.ts). */
+export interface BuildJob {
+  id: number;
+  build: BuildRequest;
+}
+
+export type ReadJob = PageJob | BuildJob;
+
 export type ReadReply =
+  /** The batch a BuildJob asked for. */
+  | { id: number; ok: true; built: BuiltBatch }
   /** The page's JSON, UTF-8, in a transferred buffer (a page larger than a slot, or no slot free). */
   | { id: number; ok: true; json: Uint8Array }
   /** The page's JSON, UTF-8, in shared slot `slot` (its first `length` bytes); the main thread frees it. */

@@ -11,7 +11,8 @@ import type { InvoicesRepository } from "./invoice-documents.ts";
 import { type ListQuery, encodeCursor } from "../lib/list-query.ts";
 import { pageJson } from "./paging.ts";
 import type { PriorityGate } from "./priority-gate.ts";
-import type { ListName, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
+import type { BatchBuilder, BuildRequest, BuiltBatch } from "./projector.ts";
+import type { BuildJob, ListName, PageJob, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
 
 const WORKER_URL = new URL("./readers.worker.ts", import.meta.url);
 
@@ -46,6 +47,11 @@ export interface ReadsService {
   page(list: ListName, storeId: string, q: ListQuery): Promise<PageBytes>;
   /** Reader threads running (0 when pages are built on this thread). */
   readonly threads: number;
+  /**
+   * SQLite: builds a batch of the read model's stale documents on a reader thread, for the projector to
+   * write; null when there are no reader threads (the projector builds on its own thread).
+   */
+  readonly builder: BatchBuilder | null;
   /** Shared page slots holding a page whose response is not done yet. */
   slotsInUse(): number;
   close(): Promise<void>;
@@ -71,6 +77,7 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
   if (deps.threads === 0 || inMemory) {
     return {
       threads: 0,
+      builder: null,
       page: async (list, storeId, q) => yieldToPayments({ body: pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor), release: NO_RELEASE }),
       slotsInUse: () => 0,
       close: async () => {},
@@ -79,11 +86,12 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
   const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
   return {
     threads: deps.threads,
+    builder: deps.database.kind === "sqlite" ? (request) => pool.build(request) : null,
     // Also started only when no payment is in flight: the page's queries would compete with the webhook's
     // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
     page: async (list, storeId, q) => {
       await deps.gate.whenIdle();
-      return yieldToPayments(await pool.run({ list, storeId, query: q }));
+      return yieldToPayments(await pool.page({ list, storeId, query: q }));
     },
     slotsInUse: () => pool.slotsInUse(),
     close: () => pool.close(),
@@ -91,7 +99,7 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
 }
 
 interface Pending {
-  resolve: (page: PageBytes) => void;
+  resolve: (reply: Extract<ReadReply, { ok: true }>) => void;
   reject: (err: Error) => void;
 }
 
@@ -123,14 +131,29 @@ class ReaderPool {
     this.size = size;
   }
 
-  run(job: Omit<ReadJob, "id">): Promise<PageBytes> {
+  /** A list page, built by the reader with the fewest jobs in hand. */
+  async page(job: Omit<PageJob, "id">): Promise<PageBytes> {
+    const { reader, reply } = await this.run(job);
+    if ("json" in reply) return { body: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), release: NO_RELEASE };
+    if ("slot" in reply) return { body: Buffer.from(reader.slots, reply.slot * SLOT_SIZE, reply.length), release: releaseOnce(reader.slotStates, reply.slot) };
+    throw new Error("reader thread: a page job was answered with something else");
+  }
+
+  /** A batch of the read model's stale documents, built likewise. */
+  async build(request: BuildRequest): Promise<BuiltBatch> {
+    const { reply } = await this.run({ build: request });
+    if ("built" in reply) return reply.built;
+    throw new Error("reader thread: a build job was answered with something else");
+  }
+
+  private run(job: Omit<PageJob, "id"> | Omit<BuildJob, "id">): Promise<{ reader: Reader; reply: Extract<ReadReply, { ok: true }> }> {
     if (this.closing) return Promise.reject(new AppError("service_unavailable", "The service is shutting down"));
     while (this.readers.length < this.size) this.readers.push(this.spawn());
     let reader = this.readers[0]!;
     for (const r of this.readers) if (r.pending.size < reader.pending.size) reader = r;
     const id = this.nextId++;
-    return new Promise<PageBytes>((resolve, reject) => {
-      reader.pending.set(id, { resolve, reject });
+    return new Promise((resolve, reject) => {
+      reader.pending.set(id, { resolve: (reply) => resolve({ reader, reply }), reject });
       if (reader.pending.size === 1) reader.worker.ref();
       reader.worker.postMessage({ ...job, id } satisfies ReadJob);
     });
@@ -166,8 +189,7 @@ class ReaderPool {
       reader.pending.delete(reply.id);
       if (reader.pending.size === 0) worker.unref();
       if (!reply.ok) p.reject(toError(reply.error));
-      else if ("json" in reply) p.resolve({ body: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), release: NO_RELEASE });
-      else p.resolve({ body: Buffer.from(reader.slots, reply.slot * SLOT_SIZE, reply.length), release: releaseOnce(reader.slotStates, reply.slot) });
+      else p.resolve(reply);
     });
     const fail = (why: string) => {
       const index = this.readers.indexOf(reader);

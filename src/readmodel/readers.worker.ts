@@ -1,6 +1,7 @@
 // Entry of one reader thread: its own database connection (SQLite under WAL lets readers run beside the
 // writer; PostgreSQL a small pool of its own), the list repositories, and a loop that answers each page
 // request with the page's JSON, ready to send. The main thread only checks the key and writes the bytes.
+// On SQLite it also builds the read model's stale documents for the projector, which writes them.
 import { readlinkSync } from "node:fs";
 import os from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
@@ -8,6 +9,7 @@ import { openDatabase } from "../platform/db/database.ts";
 import { createCustomersRepository } from "./customer-documents.ts";
 import { AppError } from "../errors.ts";
 import { createInvoicesRepository } from "./invoice-documents.ts";
+import { buildBatch } from "./projector.ts";
 import { encodeCursor } from "../lib/list-query.ts";
 import { type PagePiece, concatPieces, pageParts, writePieces } from "./paging.ts";
 import type { ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
@@ -65,6 +67,10 @@ function intoSlot(parts: readonly PagePiece[]): { slot: number; length: number }
 async function answer(job: ReadJob): Promise<void> {
   let reply: Exclude<ReadReply, { ready: true }>;
   try {
+    if ("build" in job) {
+      port.postMessage({ id: job.id, ok: true, built: await buildBatch(db.kysely, job.build) } satisfies ReadReply);
+      return;
+    }
     const page = await repos[job.list].listPage(job.storeId, job.query);
     const parts = pageParts(job.list, page, job.query.limit, encodeCursor);
     const shared = intoSlot(parts);

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { createProjector, passBatch } from "../../src/readmodel/projector.ts";
+import { applyBatch, type BatchBuilder, buildBatch, type BuiltBatch, createProjector, passBatch } from "../../src/readmodel/projector.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 
@@ -153,3 +153,68 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe("a SQLite projector batch built off the writer's transaction", () => {
+  test("a batch whose document another projector wrote after it was built is dropped, and marks made after the build stay", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      const store = await h.store();
+      const db = h.services.db.kysely;
+      const customer = await h.customer(store.id);
+      const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      await h.services.projector.drain();
+      const body = async () => (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
+      const marks = async () => (await db.selectFrom("stale_invoice_views").select("pos").where("doc_id", "=", invoice.id).execute()).map((r) => Number(r.pos));
+
+      await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", invoice.id).execute();
+      const early = await buildBatch(db, { views: "invoice_views", cooling: [] });
+      assert.deepEqual(early.marks.map(([id]) => id), [invoice.id]);
+      assert.match(JSON.stringify(early.bodies), /paid/);
+
+      // Meanwhile the invoice changes again and another projector writes it from the newer sources.
+      await db.updateTable("invoices").set({ status: "disputed" }).where("id", "=", invoice.id).execute();
+      await createProjector(db).drain();
+      const fresh = await body();
+      assert.match(String(fresh), /disputed/);
+      await db.updateTable("invoices").set({ status: "refunded" }).where("id", "=", invoice.id).execute();
+      const later = await marks();
+      assert.ok(later.length > 0);
+
+      assert.equal(await applyBatch(db, early), 0, "the older build writes nothing");
+      assert.equal(await body(), fresh, "the newer document stays");
+      assert.deepEqual(await marks(), later, "the marks of the change after the build stay: the document is still stale");
+      await h.services.projector.drain();
+      assert.match(String(await body()), /refunded/);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("the service's projector builds its batches on a reader thread, and a built batch is written with exactly the marks it read", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      const reads = h.services.reads as { builder: BatchBuilder | null };
+      const original = reads.builder;
+      assert.ok(original !== null, "a reader thread builds the batches");
+      const built: BuiltBatch[] = [];
+      reads.builder = async (request) => {
+        const batch = await original(request);
+        built.push(batch);
+        return batch;
+      };
+      const store = await h.store();
+      const db = h.services.db.kysely;
+      const customer = await h.customer(store.id);
+      const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      await h.services.projector.drain();
+      const views = new Set(built.map((b) => b.views));
+      assert.deepEqual([...views].sort(), ["customer_views", "invoice_views"]);
+      const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow();
+      const fromThread = built.flatMap((b) => b.bodies).find(([id]) => id === invoice.id);
+      assert.equal(stored.body, fromThread?.[1]);
+      assert.equal((await h.services.projector.backlog()).changes, 0);
+    } finally {
+      await h.close();
+    }
+  });
+});
