@@ -158,7 +158,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const plugins = createPluginsService(db.kysely, box, sandbox, now, rememberedPlugins);
   const deliveries = createDeliveriesRepository(db.kysely);
   const committer = createDurableCommitter(db.kysely, config.database, { afterCommit: () => db.walCheckpoints?.wake() });
-  // On SQLite the projector's batches are built on a reader thread (the reads service, made below).
+  // On SQLite the projector's batches are built on a thread of the reads service (made below).
   const projector = createProjector(db.kysely, Date.now, () => reads.builder);
   observeReadModel(metrics, () => projector.backlog());
   const sequencer = createSequencer(db.kysely, db.dialect);

@@ -48,8 +48,8 @@ export interface ReadsService {
   /** Reader threads running (0 when pages are built on this thread). */
   readonly threads: number;
   /**
-   * SQLite: builds a batch of the read model's stale documents on a reader thread, for the projector to
-   * write; null when there are no reader threads (the projector builds on its own thread).
+   * SQLite: builds a batch of the read model's stale documents on a thread of its own, for the projector
+   * to write; null when there are no reader threads (the projector builds on the main thread).
    */
   readonly builder: BatchBuilder | null;
   /** Shared page slots holding a page whose response is not done yet. */
@@ -83,10 +83,13 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
       close: async () => {},
     };
   }
-  const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads);
+  const pool = new ReaderPool({ database: deps.database, nice: deps.nice }, deps.threads, "storefront-reader");
+  // The projector's batches on a thread of their own (started by the first one), so a page never waits
+  // behind the build of a customer of thousands of invoices.
+  const builders = deps.database.kind === "sqlite" ? new ReaderPool({ database: deps.database, nice: deps.nice }, 1, "storefront-projector") : null;
   return {
     threads: deps.threads,
-    builder: deps.database.kind === "sqlite" ? (request) => pool.build(request) : null,
+    builder: builders === null ? null : (request) => builders.build(request),
     // Also started only when no payment is in flight: the page's queries would compete with the webhook's
     // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
     page: async (list, storeId, q) => {
@@ -94,7 +97,10 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
       return yieldToPayments(await pool.page({ list, storeId, query: q }));
     },
     slotsInUse: () => pool.slotsInUse(),
-    close: () => pool.close(),
+    close: async () => {
+      await pool.close();
+      await builders?.close();
+    },
   };
 }
 
@@ -123,12 +129,14 @@ class ReaderPool {
   private readonly readers: Reader[] = [];
   private readonly init: Pick<ReaderInit, "database" | "nice">;
   private readonly size: number;
+  private readonly name: string;
   private nextId = 0;
   private closing = false;
 
-  constructor(init: Pick<ReaderInit, "database" | "nice">, size: number) {
+  constructor(init: Pick<ReaderInit, "database" | "nice">, size: number, name: string) {
     this.init = init;
     this.size = size;
+    this.name = name;
   }
 
   /** A list page, built by the reader with the fewest jobs in hand. */
@@ -174,7 +182,7 @@ class ReaderPool {
     const slots = new SharedArrayBuffer(SLOT_SIZE * SLOT_COUNT);
     const states = new SharedArrayBuffer(4 * SLOT_COUNT);
     const workerData: ReaderInit = { ...this.init, slots, slotStates: states, slotSize: SLOT_SIZE, slotCount: SLOT_COUNT };
-    const worker = new Worker(WORKER_URL, { workerData, name: "storefront-reader" });
+    const worker = new Worker(WORKER_URL, { workerData, name: this.name });
     // An idle reader does not keep the process alive; one with pages in hand does.
     worker.unref();
     const reader: Reader = { worker, pending: new Map(), slots, slotStates: new Int32Array(states) };

@@ -1,7 +1,8 @@
 // Entry of one reader thread: its own database connection (SQLite under WAL lets readers run beside the
 // writer; PostgreSQL a small pool of its own), the list repositories, and a loop that answers each page
 // request with the page's JSON, ready to send. The main thread only checks the key and writes the bytes.
-// On SQLite it also builds the read model's stale documents for the projector, which writes them.
+// On SQLite the same entry, started once more as the projector's thread, builds the read model's stale
+// documents for the projector, which writes them.
 import { readlinkSync } from "node:fs";
 import os from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
