@@ -237,9 +237,9 @@ async function buildIn(db: Transaction<Database>, request: BuildRequest): Promis
 
 /**
  * SQLite: writes a built batch in one transaction. A document whose marks are all still there is written
- * and its marks deleted; one that lost a mark was written meanwhile by another projector, from sources at
- * least as new as this build's, and is left as it is (a mark that remains is another pass's work). A
- * document with no body (its owner is gone) only loses its marks.
+ * and its marks deleted; one that lost a mark (or had none left when it was built) was written meanwhile by
+ * another projector, from sources at least as new as this build's, and is left as it is (a mark that
+ * remains is another pass's work). A document with no body (its owner is gone) only loses its marks.
  */
 export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promise<number> {
   if (built.marks.length === 0) return 0;
@@ -252,7 +252,9 @@ export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promi
       .where("pos", "in", sql<number>`(select value from json_each(${positions(built.marks)}))`)
       .execute();
     const there = new Set(present.map((r) => Number(r.pos)));
-    const whole = built.marks.filter(([, p]) => p.every((pos) => there.has(pos)));
+    // A document with no mark left to read when it was built was written by another projector in between:
+    // nothing here can tell whose build is newer, so it is that projector's.
+    const whole = built.marks.filter(([, p]) => p.length > 0 && p.every((pos) => there.has(pos)));
     if (whole.length === 0) return 0;
     const ids = new Set(whole.map(([id]) => id));
     await writeBodies(tx, built.views, new Map(built.bodies.filter(([id]) => ids.has(id))));

@@ -190,6 +190,23 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
     }
   });
 
+  test("a document whose marks were all gone when its batch was built is not written: another projector owns it", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      const store = await h.store();
+      const db = h.services.db.kysely;
+      const customer = await h.customer(store.id);
+      const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      await h.services.projector.drain();
+      const before = (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
+      assert.equal(await applyBatch(db, { views: "invoice_views", bodies: [[invoice.id, '{"old":true}']], marks: [[invoice.id, []]], more: false }), 0);
+      const after = (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
+      assert.equal(after, before);
+    } finally {
+      await h.close();
+    }
+  });
+
   test("the service's projector builds its batches on a thread of its own, and a built batch is written as built", async () => {
     const h = await createHarness("sqlite");
     try {
