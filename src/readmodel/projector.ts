@@ -103,6 +103,8 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       // Built where the builder says (a reader thread: the assembly and the source reads leave the thread
       // that answers webhooks), written here in one short transaction.
       const build = builder();
+      // Nothing stale (a quiet service): no build, and no thread started for one.
+      if (build !== null && (await db.selectFrom(STALE_OF[views]).select("pos").limit(1).executeTakeFirst()) === undefined) return { documents: 0, more: false };
       const built = build === null ? await buildBatch(db, { views, cooling }) : await build({ views, cooling });
       remember(new Map(built.bodies));
       await applyBatch(db, built);

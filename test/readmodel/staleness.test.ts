@@ -207,6 +207,30 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
     }
   });
 
+  test("with nothing stale a pass asks no thread to build (an idle service starts none)", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      const reads = h.services.reads as { builder: BatchBuilder | null };
+      let asked = 0;
+      const original = reads.builder;
+      assert.ok(original !== null);
+      reads.builder = (request) => {
+        asked++;
+        return original(request);
+      };
+      await h.services.projector.drain();
+      asked = 0;
+      assert.deepEqual(await h.services.projector.runOnce(), { documents: 0, more: false });
+      assert.equal(asked, 0);
+      const store = await h.store();
+      await h.customer(store.id);
+      await h.services.projector.runOnce();
+      assert.ok(asked > 0, "a change is built on the thread");
+    } finally {
+      await h.close();
+    }
+  });
+
   test("the service's projector builds its batches on a thread of its own, and a built batch is written as built", async () => {
     const h = await createHarness("sqlite");
     try {
