@@ -154,105 +154,92 @@ for (const dialect of DIALECTS) {
   });
 }
 
-describe("a SQLite projector batch built off the writer's transaction", () => {
-  test("a batch whose document another projector wrote after it was built is dropped, and marks made after the build stay", async () => {
-    const h = await createHarness("sqlite");
-    try {
-      const store = await h.store();
-      const db = h.services.db.kysely;
-      const customer = await h.customer(store.id);
-      const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
-      await h.services.projector.drain();
-      const body = async () => (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
-      const marks = async () => (await db.selectFrom("stale_invoice_views").select("pos").where("doc_id", "=", invoice.id).execute()).map((r) => Number(r.pos));
+/** A SQLite harness with one invoice whose documents are up to date. */
+async function withOneInvoice(run: (h: Harness, invoiceId: string) => Promise<void>): Promise<void> {
+  const h = await createHarness("sqlite");
+  try {
+    const store = await h.store();
+    const customer = await h.customer(store.id);
+    const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+    await h.services.projector.drain();
+    await run(h, invoice.id);
+  } finally {
+    await h.close();
+  }
+}
 
-      await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", invoice.id).execute();
+/** Every batch the service's projector has built on its thread from now on. */
+function watchBuilds(h: Harness): BuiltBatch[] {
+  const reads = h.services.reads as { builder: BatchBuilder | null };
+  const original = reads.builder;
+  assert.ok(original !== null, "a thread builds the batches");
+  const built: BuiltBatch[] = [];
+  reads.builder = async (request) => {
+    const batch = await original(request);
+    built.push(batch);
+    return batch;
+  };
+  return built;
+}
+
+const invoiceBody = async (h: Harness, id: string) => (await h.services.db.kysely.selectFrom("invoice_views").select("body").where("id", "=", id).executeTakeFirstOrThrow()).body;
+
+describe("a SQLite projector batch built off the writer's transaction", () => {
+  test("a batch whose document another projector wrote after it was built is dropped, and marks made after the build stay", () =>
+    withOneInvoice(async (h, id) => {
+      const db = h.services.db.kysely;
+      const marks = async () => (await db.selectFrom("stale_invoice_views").select("pos").where("doc_id", "=", id).execute()).map((r) => Number(r.pos));
+
+      await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", id).execute();
       const early = await buildBatch(db, { views: "invoice_views", cooling: [] });
-      assert.deepEqual(early.marks.map(([id]) => id), [invoice.id]);
+      assert.deepEqual(early.marks.map(([doc]) => doc), [id]);
       assert.match(JSON.stringify(early.bodies), /paid/);
 
       // Meanwhile the invoice changes again and another projector writes it from the newer sources.
-      await db.updateTable("invoices").set({ status: "disputed" }).where("id", "=", invoice.id).execute();
+      await db.updateTable("invoices").set({ status: "disputed" }).where("id", "=", id).execute();
       await createProjector(db).drain();
-      const fresh = await body();
+      const fresh = await invoiceBody(h, id);
       assert.match(String(fresh), /disputed/);
-      await db.updateTable("invoices").set({ status: "refunded" }).where("id", "=", invoice.id).execute();
+      await db.updateTable("invoices").set({ status: "refunded" }).where("id", "=", id).execute();
       const later = await marks();
       assert.ok(later.length > 0);
 
       assert.equal(await applyBatch(db, early), 0, "the older build writes nothing");
-      assert.equal(await body(), fresh, "the newer document stays");
+      assert.equal(await invoiceBody(h, id), fresh, "the newer document stays");
       assert.deepEqual(await marks(), later, "the marks of the change after the build stay: the document is still stale");
       await h.services.projector.drain();
-      assert.match(String(await body()), /refunded/);
-    } finally {
-      await h.close();
-    }
-  });
+      assert.match(String(await invoiceBody(h, id)), /refunded/);
+    }));
 
-  test("a document whose marks were all gone when its batch was built is not written: another projector owns it", async () => {
-    const h = await createHarness("sqlite");
-    try {
-      const store = await h.store();
-      const db = h.services.db.kysely;
-      const customer = await h.customer(store.id);
-      const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
-      await h.services.projector.drain();
-      const before = (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
-      assert.equal(await applyBatch(db, { views: "invoice_views", bodies: [[invoice.id, '{"old":true}']], marks: [[invoice.id, []]], more: false }), 0);
-      const after = (await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow()).body;
-      assert.equal(after, before);
-    } finally {
-      await h.close();
-    }
-  });
+  test("a document whose marks were all gone when its batch was built is not written: another projector owns it", () =>
+    withOneInvoice(async (h, id) => {
+      const before = await invoiceBody(h, id);
+      assert.equal(await applyBatch(h.services.db.kysely, { views: "invoice_views", bodies: [[id, '{"old":true}']], marks: [[id, []]], more: false }), 0);
+      assert.equal(await invoiceBody(h, id), before);
+    }));
 
-  test("with nothing stale a pass asks no thread to build (an idle service starts none)", async () => {
-    const h = await createHarness("sqlite");
-    try {
-      const reads = h.services.reads as { builder: BatchBuilder | null };
-      let asked = 0;
-      const original = reads.builder;
-      assert.ok(original !== null);
-      reads.builder = (request) => {
-        asked++;
-        return original(request);
-      };
-      await h.services.projector.drain();
-      asked = 0;
+  test("with nothing stale a pass asks no thread to build (an idle service starts none)", () =>
+    withOneInvoice(async (h) => {
+      const built = watchBuilds(h);
       assert.deepEqual(await h.services.projector.runOnce(), { documents: 0, more: false });
-      assert.equal(asked, 0);
+      assert.equal(built.length, 0);
       const store = await h.store();
       await h.customer(store.id);
       await h.services.projector.runOnce();
-      assert.ok(asked > 0, "a change is built on the thread");
-    } finally {
-      await h.close();
-    }
-  });
+      assert.ok(built.length > 0, "a change is built on the thread");
+    }));
 
   test("the service's projector builds its batches on a thread of its own, and a built batch is written as built", async () => {
     const h = await createHarness("sqlite");
     try {
-      const reads = h.services.reads as { builder: BatchBuilder | null };
-      const original = reads.builder;
-      assert.ok(original !== null, "a thread builds the batches");
-      const built: BuiltBatch[] = [];
-      reads.builder = async (request) => {
-        const batch = await original(request);
-        built.push(batch);
-        return batch;
-      };
+      const built = watchBuilds(h);
       const store = await h.store();
-      const db = h.services.db.kysely;
       const customer = await h.customer(store.id);
       const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
       await h.services.projector.drain();
-      const views = new Set(built.map((b) => b.views));
-      assert.deepEqual([...views].sort(), ["customer_views", "invoice_views"]);
-      const stored = await db.selectFrom("invoice_views").select("body").where("id", "=", invoice.id).executeTakeFirstOrThrow();
-      const fromThread = built.flatMap((b) => b.bodies).find(([id]) => id === invoice.id);
-      assert.equal(stored.body, fromThread?.[1]);
+      assert.deepEqual([...new Set(built.map((b) => b.views))].sort(), ["customer_views", "invoice_views"]);
+      const fromThread = built.flatMap((b) => b.bodies).find(([doc]) => doc === invoice.id);
+      assert.equal(await invoiceBody(h, invoice.id), fromThread?.[1]);
       assert.equal((await h.services.projector.backlog()).changes, 0);
     } finally {
       await h.close();
