@@ -46,8 +46,12 @@ export function createSequencer(db: Kysely<Database>, dialect: Dialect): Sequenc
           .returning("last_seq")
           .executeTakeFirstOrThrow();
         const first = Number(last) - ids.length + 1;
-        const seqOf = sql.join(ids.map((id, i) => sql`when ${id} then cast(${first + i} as bigint)`), sql` `);
-        await tx.updateTable("events").set({ seq: sql<number>`case id ${seqOf} end` }).where("id", "in", ids).execute();
+        // The i-th id gets first + i. One text whatever the number of ids (SQLite keeps it prepared).
+        if (dialect === "postgres") {
+          await sql`update events set seq = cast(${first} as bigint) + u.ord - 1 from unnest(cast(${ids} as text[])) with ordinality as u(id, ord) where events.id = u.id`.execute(tx);
+        } else {
+          await sql`update events set seq = ${first} + j.key from json_each(${JSON.stringify(ids)}) as j where events.id = j.value`.execute(tx);
+        }
       }
       return rows.length;
     });

@@ -40,6 +40,8 @@ export interface TransitionInput {
 
 const MAX_ATTEMPTS = 5;
 
+type Executor = Kysely<Database> | Transaction<Database>;
+
 /** A transition decided from a snapshot, not yet written: what the writers below write. */
 export interface TransitionPlan {
   result: Exclude<TransitionResult, { kind: "not_found" }>;
@@ -75,7 +77,7 @@ export function planTransition(snapshot: InvoiceSnapshot, input: TransitionInput
 }
 
 /** The compare-and-set of a planned change: one row updated, or none when the status moved meanwhile. */
-export function compareAndSet(tx: Transaction<Database>, input: Pick<TransitionInput, "storeId" | "invoiceId">, plan: TransitionPlan & { change: object }) {
+export function compareAndSet(tx: Executor, input: Pick<TransitionInput, "storeId" | "invoiceId">, plan: { change: { from: InvoiceStatus; to: InvoiceStatus }; at: number }) {
   return tx
     .updateTable("invoices")
     .set({ status: plan.change.to, updated_at: plan.at })
@@ -85,7 +87,7 @@ export function compareAndSet(tx: Transaction<Database>, input: Pick<TransitionI
 }
 
 /** The planned log lines' insert (call only when there are some). */
-export function linesInsert(tx: Transaction<Database>, plan: TransitionPlan) {
+export function linesInsert(tx: Executor, plan: Pick<TransitionPlan, "lines">) {
   return tx.insertInto("invoice_logs").values(plan.lines);
 }
 

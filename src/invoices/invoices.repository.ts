@@ -5,6 +5,7 @@
 import { type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { CustomerSessionsTable, Database, InvoiceFieldsTable, InvoiceItemsTable, InvoiceLogsTable, InvoicesTable } from "../platform/db/schema.ts";
 import type { InvoiceRow } from "../readmodel/invoice-documents.ts";
+import { compiledOnce } from "../platform/db/compiled-once.ts";
 
 /** Every column of an invoice, named (a prepared statement's row type stays what it was: see database.ts). */
 const INVOICE_COLUMNS = [
@@ -78,19 +79,32 @@ export async function insertInvoice(tx: Transaction<Database>, rows: NewInvoice)
   await tx.insertInto("invoice_logs").values(rows.firstLog).execute();
 }
 
+type Executor = Kysely<Database> | Transaction<Database>;
+
 /**
  * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
  * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
  * decoded; on SQLite as text. With `applied`, the same statement also says whether that event was applied
  * in this store before (a payment's duplicate check).
  */
-export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Database>, storeId: string, invoiceId: string, applied?: EventKey): Promise<InvoiceSnapshot | null> {
+export async function readInvoiceSnapshot(db: Executor, storeId: string, invoiceId: string, applied?: EventKey): Promise<InvoiceSnapshot | null> {
+  const found = await snapshotQuery(db, storeId, invoiceId, applied).executeTakeFirst();
+  return found === undefined ? null : toSnapshot(found);
+}
+
+/** readInvoiceSnapshot with `applied`, built once (payment.apply.ts: every payment starts with it). */
+export async function readPaymentSnapshot(db: Executor, storeId: string, invoiceId: string, applied: EventKey): Promise<InvoiceSnapshot | null> {
+  const { rows } = await paymentSnapshot(db, { storeId, invoiceId, ...applied });
+  return rows[0] === undefined ? null : toSnapshot(rows[0]);
+}
+
+function snapshotQuery(db: Executor, storeId: string, invoiceId: string, applied: EventKey | undefined) {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
   const rows = (table: string, columns: string, order: string) =>
     sqlite
       ? sql<unknown>`(select json_group_array(json_array(${sql.raw(columns)}) order by ${sql.raw(order)}) from ${sql.table(table)} where invoice_id = i.id)`
       : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
-  const found = await db
+  return db
     .selectFrom("invoices as i")
     .select(INVOICE_COLUMNS.map((c) => `i.${c}` as const))
     .select([
@@ -103,9 +117,16 @@ export async function readInvoiceSnapshot(db: Kysely<Database> | Transaction<Dat
       ).as("seen"),
     ])
     .where("i.id", "=", invoiceId)
-    .where("i.store_id", "=", storeId)
-    .executeTakeFirst();
-  if (found === undefined) return null;
+    .where("i.store_id", "=", storeId);
+}
+
+type SnapshotRow = InvoiceRow & { fields_json: unknown; items_json: unknown; logs_json: unknown; seen: boolean };
+
+const paymentSnapshot = compiledOnce<{ storeId: string; invoiceId: string } & EventKey, SnapshotRow>("payment snapshot", (db, param) =>
+  snapshotQuery(db, param((i) => i.storeId), param((i) => i.invoiceId), { pluginName: param((i) => i.pluginName), eventKey: param((i) => i.eventKey) }),
+);
+
+function toSnapshot(found: SnapshotRow): InvoiceSnapshot {
   const { fields_json, items_json, logs_json, seen, ...row } = found;
   const array = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v) as unknown[][];
   return {

@@ -1,8 +1,9 @@
 // The delivery log: every webhook (and replay) with its request, the plugin's result, logs and fetches,
 // and the response given. Listed newest first with the same keyset paging as the read API.
-import { type Kysely, type Selectable, type Transaction, sql } from "kysely";
+import { type Insertable, type Kysely, type Selectable, type Transaction, sql } from "kysely";
 import type { Database, DeliveriesTable } from "../platform/db/schema.ts";
 import { type Cursor, isoTime, takePage } from "../lib/list-query.ts";
+import { compiledOnce, paramRow } from "../platform/db/compiled-once.ts";
 import type { FetchRecord, LogLine } from "../sandbox/index.ts";
 
 export const DELIVERY_OUTCOMES = [
@@ -161,7 +162,7 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
   }
 
   async function insertRow(d: DeliveryRecord, tx: Kysely<Database> | Transaction<Database>): Promise<void> {
-    await deliveryInsert(tx, d).execute();
+    await insertDelivery(tx, deliveryRow(d));
   }
 
   return {
@@ -271,32 +272,68 @@ export function createDeliveriesRepository(db: Kysely<Database>): DeliveriesRepo
   };
 }
 
-/** A delivery's row, for the caller to run (alone, or with the payment it records: payment.apply.ts). */
-export function deliveryInsert(tx: Kysely<Database> | Transaction<Database>, d: DeliveryRecord) {
-  return tx.insertInto("deliveries")
-    .values({
-      id: d.id,
-      store_id: d.storeId,
-      plugin_name: d.pluginName,
-      plugin_version: d.pluginVersion,
-      replay_of: d.replayOf,
-      method: d.method,
-      headers: JSON.stringify(d.headers),
-      query: JSON.stringify(d.query),
-      body: d.body,
-      body_bytes: d.bodyBytes,
-      outcome: d.outcome,
-      result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
-      error: d.error === null ? null : JSON.stringify(d.error),
-      logs: JSON.stringify(d.logs),
-      fetches: JSON.stringify(d.fetches),
-      invoice_id: d.invoiceId,
-      transition: d.transition,
-      duration_ms: Math.round(d.durationMs * 1000) / 1000,
-      response_status: d.responseStatus,
-      response_body: JSON.stringify(d.responseBody),
-      event_id: d.eventId,
-      event_type: d.eventType,
-      created_at: d.createdAt,
-    });
+/** A delivery's row as stored. */
+export type DeliveryRow = Insertable<DeliveriesTable>;
+
+/** Every column of a delivery's row (an insert compiled once names them all: payment.apply.ts). */
+export const DELIVERY_COLUMNS: Record<keyof DeliveryRow, true> = {
+  id: true,
+  store_id: true,
+  plugin_name: true,
+  plugin_version: true,
+  replay_of: true,
+  method: true,
+  headers: true,
+  query: true,
+  body: true,
+  body_bytes: true,
+  outcome: true,
+  result: true,
+  error: true,
+  logs: true,
+  fetches: true,
+  invoice_id: true,
+  transition: true,
+  duration_ms: true,
+  response_status: true,
+  response_body: true,
+  event_id: true,
+  event_type: true,
+  created_at: true,
+};
+
+export function deliveryRow(d: DeliveryRecord): DeliveryRow {
+  return {
+    id: d.id,
+    store_id: d.storeId,
+    plugin_name: d.pluginName,
+    plugin_version: d.pluginVersion,
+    replay_of: d.replayOf,
+    method: d.method,
+    headers: JSON.stringify(d.headers),
+    query: JSON.stringify(d.query),
+    body: d.body,
+    body_bytes: d.bodyBytes,
+    outcome: d.outcome,
+    result: d.result === undefined || d.result === null ? null : JSON.stringify(d.result),
+    error: d.error === null ? null : JSON.stringify(d.error),
+    logs: JSON.stringify(d.logs),
+    fetches: JSON.stringify(d.fetches),
+    invoice_id: d.invoiceId,
+    transition: d.transition,
+    duration_ms: Math.round(d.durationMs * 1000) / 1000,
+    response_status: d.responseStatus,
+    response_body: JSON.stringify(d.responseBody),
+    event_id: d.eventId,
+    event_type: d.eventType,
+    created_at: d.createdAt,
+  };
 }
+
+/** A delivery's row insert, for the caller to run (alone, or with the payment it records: payment.apply.ts). */
+export function deliveryInsert(tx: Kysely<Database> | Transaction<Database>, row: DeliveryRow) {
+  return tx.insertInto("deliveries").values(row);
+}
+
+/** The same insert, built once: a delivery is recorded on every webhook, answered or not. */
+export const insertDelivery = compiledOnce<DeliveryRow>("delivery record", (db, param) => deliveryInsert(db, paramRow(param, DELIVERY_COLUMNS)));

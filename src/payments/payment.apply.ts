@@ -7,7 +7,8 @@
 //   the change       the compare-and-set of the status, its log lines, its event with the fan-out;
 //   the record       the delivery's row (payment.record.ts), with the answer the provider gets.
 //
-// On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds).
+// On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds),
+// each built and compiled once (compiled-once.ts): building a statement cost more than running it.
 // On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
 // modifying WITH clauses, the compare-and-set made conditional on the claim), so a payment is BEGIN, the
 // read, the writes and COMMIT. Either way a lost claim or compare-and-set throws RetryPayment: the caller
@@ -16,15 +17,17 @@
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
-import { type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
-import type { Database } from "../platform/db/schema.ts";
+import { type Insertable, type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
+import type { AppliedEventsTable, Database } from "../platform/db/schema.ts";
+import { compiledOnce, type CompiledOnce, paramRow } from "../platform/db/compiled-once.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
 import { compareAndSet, linesInsert, planTransition, type TransitionLogLine, type TransitionPlan, type TransitionResult } from "../invoices/invoice-transitions.ts";
-import { readInvoiceSnapshot } from "../invoices/invoices.repository.ts";
+import { readPaymentSnapshot } from "../invoices/invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
-import { eventInsert, fanOutInsert, queued } from "../events/events.repository.ts";
+import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, newEventRow, queued } from "../events/events.repository.ts";
+import type { EventType } from "../events/events.types.ts";
 import { newId } from "../lib/ids.ts";
-import { type DeliveryRecord, deliveryInsert } from "./deliveries.repository.ts";
+import { type DeliveryRecord, type DeliveryRow, deliveryInsert, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
 
 export interface PaymentToApply {
   storeId: string;
@@ -60,15 +63,16 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
 
 /** Applies the payment in the caller's transaction and writes `record`'s row for it (when given). */
 export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply, now: () => number, record?: RecordOf): Promise<Applied> {
-  const snapshot = await readInvoiceSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
+  const snapshot = await readPaymentSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
   const done = async (applied: Applied) => {
-    if (record !== undefined) await deliveryInsert(tx, record(applied)).execute();
+    if (record !== undefined) await insertDelivery(tx, deliveryRow(record(applied)));
     return applied;
   };
   if (snapshot === null) return done((await seenBefore(tx, p)) ? { kind: "duplicate" } : { kind: "not_found" });
   if (snapshot.seen) return done({ kind: "duplicate" });
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
-  const writes = { plan, claim: plan.result.kind !== "invalid", eventId: newId("evt"), record: record?.(plan.result) ?? null };
+  const recorded = record?.(plan.result);
+  const writes = { plan, claim: plan.result.kind !== "invalid", eventId: newId("evt"), record: recorded === undefined ? null : deliveryRow(recorded) };
   const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, p, writes) : await writeAsOneStatement(tx, p, writes);
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
@@ -80,7 +84,7 @@ interface Writes {
   /** Whether the event is claimed (not for a transition that does not apply). */
   claim: boolean;
   eventId: string;
-  record: DeliveryRecord | null;
+  record: DeliveryRow | null;
 }
 
 interface Written {
@@ -92,30 +96,60 @@ interface Written {
   endpoints: string[];
 }
 
-function claimInsert(tx: Transaction<Database>, p: PaymentToApply, at: number) {
-  return tx
-    .insertInto("applied_events")
-    .values({ store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: at })
-    .onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
+/** The event's claim: its key, taken by the delivery that applies it. */
+type ClaimRow = Insertable<AppliedEventsTable>;
+
+function claimRow(p: PaymentToApply, at: number): ClaimRow {
+  return { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: at };
 }
+
+function claimInsert(tx: Transaction<Database> | QueryCreator<Database>, row: ClaimRow) {
+  return tx.insertInto("applied_events").values(row).onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
+}
+
+type LogRow = TransitionPlan["lines"][number];
+
+/** SQLite's statements of a payment, each built once (the log lines once per number of lines, up to 16). */
+const once = {
+  claim: compiledOnce<ClaimRow>("payment claim", (db, param) =>
+    claimInsert(db, paramRow(param, { store_id: true, plugin_name: true, event_key: true, delivery_id: true, invoice_id: true, created_at: true })),
+  ),
+  compareAndSet: compiledOnce<{ storeId: string; invoiceId: string; from: InvoiceStatus; to: InvoiceStatus; at: number }>("payment compare-and-set", (db, param) =>
+    compareAndSet(db, { storeId: param((i) => i.storeId), invoiceId: param((i) => i.invoiceId) }, { change: { from: param((i) => i.from), to: param((i) => i.to) }, at: param((i) => i.at) }),
+  ),
+  event: compiledOnce<ReturnType<typeof newEventRow>>("payment event", (db, param) => eventInsert(db, paramRow(param, NEW_EVENT_COLUMNS))),
+  fanOut: compiledOnce<{ id: string; storeId: string; type: EventType; at: number }, { endpoint_id: string }>("payment fan-out", (db, param) =>
+    fanOutInsert(db, { id: param((i) => i.id), storeId: param((i) => i.storeId), type: param((i) => i.type) }, param((i) => i.at)),
+  ),
+  lines: new Map<number, CompiledOnce<LogRow[], unknown>>(),
+};
+const LINES_SHAPES_MAX = 16;
+
+function insertLines(tx: Transaction<Database>, lines: LogRow[]): Promise<unknown> {
+  if (lines.length > LINES_SHAPES_MAX) return linesInsert(tx, { lines }).execute();
+  let insert = once.lines.get(lines.length);
+  if (insert === undefined) {
+    insert = compiledOnce<LogRow[]>(`payment log lines (${lines.length})`, (db, param) =>
+      linesInsert(db, { lines: lines.map((_, i) => paramRow<LogRow>((pick) => param((rows) => pick(rows[i]!)), { invoice_id: true, log: true, type: true, created_at: true })) }),
+    );
+    once.lines.set(lines.length, insert);
+  }
+  return insert(tx, lines);
+}
+
+const affected = (r: { numAffectedRows?: bigint }) => Number(r.numAffectedRows ?? 0n);
 
 async function writeOneByOne(tx: Transaction<Database>, p: PaymentToApply, w: Writes): Promise<Written> {
   const { plan } = w;
-  if (w.claim) {
-    const claimed = await claimInsert(tx, p, plan.at).executeTakeFirst();
-    if (Number(claimed.numInsertedOrUpdatedRows ?? 0n) !== 1) return { claimed: false, changed: false, endpoints: [] };
-  }
-  if (plan.change !== null) {
-    const updated = await compareAndSet(tx, p, { ...plan, change: plan.change }).executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) return { claimed: true, changed: false, endpoints: [] };
-  }
-  if (plan.lines.length > 0) await linesInsert(tx, plan).execute();
+  if (w.claim && affected(await once.claim(tx, claimRow(p, plan.at))) !== 1) return { claimed: false, changed: false, endpoints: [] };
+  if (plan.change !== null && affected(await once.compareAndSet(tx, { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at })) !== 1) return { claimed: true, changed: false, endpoints: [] };
+  if (plan.lines.length > 0) await insertLines(tx, plan.lines);
   let endpoints: string[] = [];
   if (plan.event !== null) {
-    await eventInsert(tx, w.eventId, plan.event).execute();
-    endpoints = (await fanOutInsert(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type }, plan.at).execute()).map((r) => r.endpoint_id);
+    await once.event(tx, newEventRow(w.eventId, plan.event));
+    endpoints = (await once.fanOut(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type, at: plan.at })).rows.map((r) => r.endpoint_id);
   }
-  if (w.record !== null) await deliveryInsert(tx, w.record).execute();
+  if (w.record !== null) await insertDelivery(tx, w.record);
   return { claimed: true, changed: true, endpoints };
 }
 
@@ -131,14 +165,14 @@ async function writeAsOneStatement(tx: Transaction<Database>, p: PaymentToApply,
   const clause = (name: string, query: { toOperationNode(): unknown }) => {
     q = q.with(name, () => query as never) as unknown as typeof q;
   };
-  if (w.claim) clause("claim", claimInsert(tx, p, plan.at).returning("event_key"));
+  if (w.claim) clause("claim", claimInsert(tx, claimRow(p, plan.at)).returning("event_key"));
   if (plan.change !== null) {
     const cas = compareAndSet(tx, p, { ...plan, change: plan.change });
     clause("cas", (w.claim ? cas.where(sql<boolean>`exists (select 1 from claim)`) : cas).returning("id"));
   }
   if (plan.lines.length > 0) clause("lines", linesInsert(tx, plan));
   if (plan.event !== null) {
-    clause("event", eventInsert(tx, w.eventId, plan.event));
+    clause("event", eventInsert(tx, newEventRow(w.eventId, plan.event)));
     clause("fan_out", fanOutInsert(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type }, plan.at));
   }
   if (w.record !== null) clause("record", deliveryInsert(tx, w.record));

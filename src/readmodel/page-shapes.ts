@@ -5,8 +5,9 @@
 // The shape is everything that changes the SQL text: which filters are present, how many statuses, and
 // the page size, which is in the text as a literal (PostgreSQL estimates a `limit $n` at a tenth of the
 // table, so the generic plan would always look worse than planning per run, and it would keep planning).
-// The query is built once with a marker in place of each other value and compiled; each marker found among
-// the compiled parameters says which value of the request goes at that position.
+// The query is built once with a placeholder in place of each other value and compiled (as the money path's
+// statements are: platform/db/compiled-once.ts); each placeholder found among the compiled parameters says
+// which value of the request goes at that position.
 //
 // At most MAX_SHAPES shapes per list are kept, each a statement prepared on every connection that runs it;
 // further shapes (a client trying every page size) are built per request and prepared for one run, as
@@ -14,14 +15,13 @@
 import { createHash } from "node:crypto";
 import type { Compilable } from "kysely";
 import type { PreparedStatement } from "../platform/db/database.ts";
+import { picksOf, placeholder } from "../platform/db/compiled-once.ts";
 import type { ListQuery } from "../lib/list-query.ts";
 
-/** A value of the request, bound at execution: where it goes in the compiled parameters. */
-class Marker {
-  readonly value: (storeId: string, q: ListQuery) => unknown;
-  constructor(value: (storeId: string, q: ListQuery) => unknown) {
-    this.value = value;
-  }
+/** A request's values: what a page query's placeholders pick from. */
+interface PageInput {
+  storeId: string;
+  q: ListQuery;
 }
 
 export const MAX_SHAPES = 64;
@@ -45,31 +45,26 @@ export function shapeOf(q: ListQuery): string {
  * binds a request's values to it.
  */
 export function pageShapes(name: string, build: PageStatementsBuilder): (storeId: string, q: ListQuery) => BoundQuery[] {
-  type Binder = (storeId: string, q: ListQuery) => unknown;
-  const shapes = new Map<string, { statement: PreparedStatement; binders: Binder[] }[]>();
+  const shapes = new Map<string, { statement: PreparedStatement; picks: ((input: PageInput) => unknown)[] }[]>();
 
   function compile(q: ListQuery, kept: boolean) {
-    const m = (value: (storeId: string, q: ListQuery) => unknown) => new Marker(value) as unknown as never;
+    const m = (pick: (r: ListQuery) => unknown) => placeholder<PageInput>((input) => pick(input.q));
     const marked: ListQuery = {
-      id: q.id === null ? null : m((_, r) => r.id),
-      from: q.from === null ? null : m((_, r) => r.from),
-      to: q.to === null ? null : m((_, r) => r.to),
-      after: q.after === null ? null : { createdAt: m((_, r) => r.after!.createdAt), id: m((_, r) => r.after!.id) },
-      email: q.email === null ? null : m((_, r) => r.email),
-      statuses: q.statuses === null ? null : q.statuses.map((_, i) => m((_s, r) => r.statuses![i])),
+      id: q.id === null ? null : m((r) => r.id),
+      from: q.from === null ? null : m((r) => r.from),
+      to: q.to === null ? null : m((r) => r.to),
+      after: q.after === null ? null : { createdAt: m((r) => r.after!.createdAt), id: m((r) => r.after!.id) },
+      email: q.email === null ? null : m((r) => r.email),
+      statuses: q.statuses === null ? null : q.statuses.map((_, i) => m((r) => r.statuses![i])),
       limit: q.limit,
     };
-    return build(m((storeId) => storeId), marked).map((query) => {
+    return build(placeholder<PageInput>((input) => input.storeId), marked).map((query) => {
       const compiled = query.compile();
-      const binders = compiled.parameters.map((p): Binder => {
-        if (p instanceof Marker) return p.value;
-        // Builders put every value of the request through the query it is given; anything else would be
-        // a value of this request baked into every later one.
-        throw new Error(`page query ${name}: a parameter that is not a marker (${String(p)})`);
-      });
+      // Builders put every value of the request through the query it is given (picksOf throws otherwise).
+      const picks = picksOf<PageInput>(compiled.parameters, `page ${name}`);
       // Named by its text: one name is one text on every connection, whichever repository compiled it first.
       const digest = createHash("sha256").update(compiled.sql).digest("hex").slice(0, 16);
-      return { statement: { name: kept ? `${name}_${digest}` : null, sql: compiled.sql }, binders };
+      return { statement: { name: kept ? `${name}_${digest}` : null, sql: compiled.sql }, picks };
     });
   }
 
@@ -81,6 +76,6 @@ export function pageShapes(name: string, build: PageStatementsBuilder): (storeId
       shape = compile(q, kept);
       if (kept) shapes.set(key, shape);
     }
-    return shape.map(({ statement, binders }) => ({ statement, params: binders.map((b) => b(storeId, q)) }));
+    return shape.map(({ statement, picks }) => ({ statement, params: picks.map((pick) => pick({ storeId, q })) }));
   };
 }

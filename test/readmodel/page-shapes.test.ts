@@ -102,7 +102,7 @@ describe("page query shapes", () => {
   test("a builder that puts a value of its own into the SQL is refused, not cached for every later request", () => {
     const captured = "st_first";
     const keysOf = oneStatement((_storeId, q) => db.selectFrom("customers").select("id").where("store_id", "=", captured).limit(pageFetch(q.limit)));
-    assert.throws(() => keysOf("st_second", parseListQuery({}, INVOICE_STATUSES)), /not a marker \(st_first\)/);
+    assert.throws(() => keysOf("st_second", parseListQuery({}, INVOICE_STATUSES)), /not a placeholder \(st_first\)/);
   });
 
   test("one SQL text is one statement name, whichever list compiled it first", () => {

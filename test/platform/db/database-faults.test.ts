@@ -99,7 +99,9 @@ describe("PostgreSQL connections terminated under load", { skip: pgSkip }, () =>
       await Promise.all(loaders);
       assert.equal(server.child.exitCode, null, "the service is still running");
       assert.ok(terminated >= 40, `connections were terminated (${terminated})`);
-      assert.deepEqual(bad, [], "every answer was 200 or 503 database_unavailable with Retry-After");
+      // A 500's logged error (by its request id), so that a failure here says what broke.
+      const logged = bad.map((b) => /"requestId":"([^"]+)"/.exec(b)?.[1]).filter((id) => id !== undefined).flatMap((id) => server.output().split("\n").filter((line) => line.includes(id)));
+      assert.deepEqual(bad, [], `every answer was 200 or 503 database_unavailable with Retry-After; logged: ${logged.join("\n").slice(0, 4000)}`);
       assert.ok((statuses.get(200) ?? 0) > 0, "requests were served between terminations");
 
       // Recovered. Connections killed in the last round may still fail one request each (503, which clients
