@@ -273,8 +273,10 @@ const writeBody = {
 };
 
 /**
- * The bodies written. Each statement's text is the same whatever the number of documents: on SQLite one
- * statement per document; on PostgreSQL (a round trip per statement) one for all, from two arrays.
+ * The bodies written. On SQLite one statement per document, of one text (a statement for all would be a
+ * new text, prepared again, for every number of documents). On PostgreSQL, where each statement is a round
+ * trip, one for all, each body a parameter of its own (in an array parameter every quote of a megabyte's
+ * JSON would be escaped on this thread first).
  */
 async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
   if (bodies.size === 0) return;
@@ -282,7 +284,8 @@ async function writeBodies(tx: Executor, views: Views, bodies: Map<string, strin
     for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
     return;
   }
-  await sql`update ${sql.table(views)} as v set body = u.body from unnest(cast(${[...bodies.keys()]} as text[]), cast(${[...bodies.values()]} as text[])) as u(id, body) where v.id = u.id`.execute(tx);
+  const bodyOf = sql.join([...bodies].map(([id, body]) => sql`when ${id} then ${body}`), sql` `);
+  await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
 }
 
 function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
