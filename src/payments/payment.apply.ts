@@ -11,23 +11,26 @@
 // each built and compiled once (compiled-once.ts): building a statement cost more than running it.
 // On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
 // modifying WITH clauses, the compare-and-set made conditional on the claim), so a payment is BEGIN, the
-// read, the writes and COMMIT. Either way a lost claim or compare-and-set throws RetryPayment: the caller
+// read, the writes and COMMIT (that statement built once per shape). Either way a lost claim or
+// compare-and-set throws RetryPayment: the caller
 // rolls back and runs the transaction again, whose read then sees the event applied (a duplicate) or the
 // invoice's new status.
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
-import { type Insertable, type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
+import { type Compilable, type Insertable, type Kysely, type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { AppliedEventsTable, Database } from "../platform/db/schema.ts";
-import { compiledOnce, type CompiledOnce, paramRow } from "../platform/db/compiled-once.ts";
+import { compiledOnce, type CompiledOnce, type Param, paramAt, paramRow } from "../platform/db/compiled-once.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
 import { compareAndSet, linesInsert, planTransition, type TransitionLogLine, type TransitionPlan, type TransitionResult } from "../invoices/invoice-transitions.ts";
 import { readPaymentSnapshot } from "../invoices/invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
-import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, newEventRow, queued } from "../events/events.repository.ts";
+import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEventRow, queued } from "../events/events.repository.ts";
 import type { EventType } from "../events/events.types.ts";
 import { newId } from "../lib/ids.ts";
-import { type DeliveryRecord, type DeliveryRow, deliveryInsert, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
+import { DELIVERY_COLUMNS, type DeliveryRecord, type DeliveryRow, deliveryInsert, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
+
+type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface PaymentToApply {
   storeId: string;
@@ -73,7 +76,8 @@ export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply,
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
   const recorded = record?.(plan.result);
   const writes = { plan, claim: plan.result.kind !== "invalid", eventId: newId("evt"), record: recorded === undefined ? null : deliveryRow(recorded) };
-  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, p, writes) : await writeAsOneStatement(tx, p, writes);
+  const values = writeValues(p, writes);
+  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeAsOneStatement(tx, values);
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
   return plan.result;
@@ -98,92 +102,122 @@ interface Written {
 
 /** The event's claim: its key, taken by the delivery that applies it. */
 type ClaimRow = Insertable<AppliedEventsTable>;
-
-function claimRow(p: PaymentToApply, at: number): ClaimRow {
-  return { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: at };
-}
-
-function claimInsert(tx: Transaction<Database> | QueryCreator<Database>, row: ClaimRow) {
-  return tx.insertInto("applied_events").values(row).onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
-}
-
 type LogRow = TransitionPlan["lines"][number];
+interface Change {
+  storeId: string;
+  invoiceId: string;
+  from: InvoiceStatus;
+  to: InvoiceStatus;
+  at: number;
+}
+interface FanOut {
+  id: string;
+  storeId: string;
+  type: EventType;
+  at: number;
+}
 
-/** SQLite's statements of a payment, each built once (the log lines once per number of lines, up to 16). */
-const once = {
-  claim: compiledOnce<ClaimRow>("payment claim", (db, param) =>
-    claimInsert(db, paramRow(param, { store_id: true, plugin_name: true, event_key: true, delivery_id: true, invoice_id: true, created_at: true })),
-  ),
-  compareAndSet: compiledOnce<{ storeId: string; invoiceId: string; from: InvoiceStatus; to: InvoiceStatus; at: number }>("payment compare-and-set", (db, param) =>
-    compareAndSet(db, { storeId: param((i) => i.storeId), invoiceId: param((i) => i.invoiceId) }, { change: { from: param((i) => i.from), to: param((i) => i.to) }, at: param((i) => i.at) }),
-  ),
-  event: compiledOnce<ReturnType<typeof newEventRow>>("payment event", (db, param) => eventInsert(db, paramRow(param, NEW_EVENT_COLUMNS))),
-  fanOut: compiledOnce<{ id: string; storeId: string; type: EventType; at: number }, { endpoint_id: string }>("payment fan-out", (db, param) =>
-    fanOutInsert(db, { id: param((i) => i.id), storeId: param((i) => i.storeId), type: param((i) => i.type) }, param((i) => i.at)),
-  ),
-  lines: new Map<number, CompiledOnce<LogRow[], unknown>>(),
+/** A payment's writes as the values its statements bind; a part left null (or no lines) is not written. */
+interface WriteValues {
+  claim: ClaimRow | null;
+  change: Change | null;
+  lines: LogRow[];
+  event: NewEventRow | null;
+  fanOut: FanOut | null;
+  record: DeliveryRow | null;
+}
+
+function writeValues(p: PaymentToApply, w: Writes): WriteValues {
+  const { plan } = w;
+  return {
+    claim: w.claim ? { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: plan.at } : null,
+    change: plan.change === null ? null : { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at },
+    lines: plan.lines,
+    event: plan.event === null ? null : newEventRow(w.eventId, plan.event),
+    fanOut: plan.event === null ? null : { id: w.eventId, storeId: p.storeId, type: plan.event.type, at: plan.at },
+    record: w.record,
+  };
+}
+
+// Each write, built with placeholders (compiled-once.ts): run alone on SQLite, as a WITH clause on PostgreSQL.
+const claimQuery = (db: Executor, param: Param<ClaimRow>) =>
+  db.insertInto("applied_events").values(paramRow(param, { store_id: true, plugin_name: true, event_key: true, delivery_id: true, invoice_id: true, created_at: true })).onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
+const changeQuery = (db: Executor, param: Param<Change>) =>
+  compareAndSet(db, { storeId: param((c) => c.storeId), invoiceId: param((c) => c.invoiceId) }, { change: { from: param((c) => c.from), to: param((c) => c.to) }, at: param((c) => c.at) });
+const linesQuery = (db: Executor, count: number, param: Param<LogRow[]>) =>
+  linesInsert(db, { lines: Array.from({ length: count }, (_, i) => paramRow(paramAt(param, (lines) => lines[i]!), { invoice_id: true, log: true, type: true, created_at: true })) });
+const eventQuery = (db: Executor, param: Param<NewEventRow>) => eventInsert(db, paramRow(param, NEW_EVENT_COLUMNS));
+const fanOutQuery = (db: Executor, param: Param<FanOut>) => fanOutInsert(db, { id: param((f) => f.id), storeId: param((f) => f.storeId), type: param((f) => f.type) }, param((f) => f.at));
+
+/** Statements of one shape kept at most per kind: the log lines' number (a plugin's log() calls) varies. */
+const SHAPES_MAX = 16;
+
+/** SQLite's statements of a payment, each built once (the log lines once per number of lines). */
+const sqliteOnce = {
+  claim: compiledOnce("payment claim", claimQuery),
+  change: compiledOnce("payment compare-and-set", changeQuery),
+  lines: new Map<string | number, CompiledOnce<LogRow[], unknown>>(),
+  event: compiledOnce("payment event", eventQuery),
+  fanOut: compiledOnce<FanOut, { endpoint_id: string }>("payment fan-out", fanOutQuery),
 };
-const LINES_SHAPES_MAX = 16;
 
-function insertLines(tx: Transaction<Database>, lines: LogRow[]): Promise<unknown> {
-  if (lines.length > LINES_SHAPES_MAX) return linesInsert(tx, { lines }).execute();
-  let insert = once.lines.get(lines.length);
-  if (insert === undefined) {
-    insert = compiledOnce<LogRow[]>(`payment log lines (${lines.length})`, (db, param) =>
-      linesInsert(db, { lines: lines.map((_, i) => paramRow<LogRow>((pick) => param((rows) => pick(rows[i]!)), { invoice_id: true, log: true, type: true, created_at: true })) }),
-    );
-    once.lines.set(lines.length, insert);
+/** A statement of a shape: kept while there are few shapes, otherwise built for this run. */
+function ofShape<I, R>(kept: Map<string | number, CompiledOnce<I, R>>, key: string | number, what: string, build: (db: Executor, param: Param<I>) => Compilable<R>): CompiledOnce<I, R> {
+  let statement = kept.get(key);
+  if (statement === undefined) {
+    statement = compiledOnce(`${what} (${key})`, build);
+    if (kept.size < SHAPES_MAX) kept.set(key, statement);
   }
-  return insert(tx, lines);
+  return statement;
 }
 
 const affected = (r: { numAffectedRows?: bigint }) => Number(r.numAffectedRows ?? 0n);
 
-async function writeOneByOne(tx: Transaction<Database>, p: PaymentToApply, w: Writes): Promise<Written> {
-  const { plan } = w;
-  if (w.claim && affected(await once.claim(tx, claimRow(p, plan.at))) !== 1) return { claimed: false, changed: false, endpoints: [] };
-  if (plan.change !== null && affected(await once.compareAndSet(tx, { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at })) !== 1) return { claimed: true, changed: false, endpoints: [] };
-  if (plan.lines.length > 0) await insertLines(tx, plan.lines);
-  let endpoints: string[] = [];
-  if (plan.event !== null) {
-    await once.event(tx, newEventRow(w.eventId, plan.event));
-    endpoints = (await once.fanOut(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type, at: plan.at })).rows.map((r) => r.endpoint_id);
-  }
-  if (w.record !== null) await insertDelivery(tx, w.record);
+async function writeOneByOne(tx: Transaction<Database>, v: WriteValues): Promise<Written> {
+  if (v.claim !== null && affected(await sqliteOnce.claim(tx, v.claim)) !== 1) return { claimed: false, changed: false, endpoints: [] };
+  if (v.change !== null && affected(await sqliteOnce.change(tx, v.change)) !== 1) return { claimed: true, changed: false, endpoints: [] };
+  const count = v.lines.length;
+  if (count > 0) await ofShape(sqliteOnce.lines, count, "payment log lines", (db, param) => linesQuery(db, count, param))(tx, v.lines);
+  if (v.event !== null) await sqliteOnce.event(tx, v.event);
+  const endpoints = v.fanOut === null ? [] : (await sqliteOnce.fanOut(tx, v.fanOut)).rows.map((r) => r.endpoint_id);
+  if (v.record !== null) await insertDelivery(tx, v.record);
   return { claimed: true, changed: true, endpoints };
 }
+
+/** PostgreSQL's one write statement, built once per shape (which parts it writes, how many log lines). */
+const postgresShapes = new Map<string | number, CompiledOnce<WriteValues, { claimed: number; changed: number; endpoints: string[] }>>();
 
 /**
  * The same writes as one PostgreSQL statement. Every WITH clause runs, whatever the others did; the
  * compare-and-set runs only when the claim was taken, and the statement says whether each happened, so the
  * caller rolls the rest back (RetryPayment) when one did not.
  */
-async function writeAsOneStatement(tx: Transaction<Database>, p: PaymentToApply, w: Writes): Promise<Written> {
-  const { plan } = w;
-  // Kysely's WITH takes any query; the clauses are chained on an untyped builder (their names are not tables).
-  let q = tx as unknown as QueryCreator<Record<string, Record<string, unknown>>>;
-  const clause = (name: string, query: { toOperationNode(): unknown }) => {
-    q = q.with(name, () => query as never) as unknown as typeof q;
-  };
-  if (w.claim) clause("claim", claimInsert(tx, claimRow(p, plan.at)).returning("event_key"));
-  if (plan.change !== null) {
-    const cas = compareAndSet(tx, p, { ...plan, change: plan.change });
-    clause("cas", (w.claim ? cas.where(sql<boolean>`exists (select 1 from claim)`) : cas).returning("id"));
-  }
-  if (plan.lines.length > 0) clause("lines", linesInsert(tx, plan));
-  if (plan.event !== null) {
-    clause("event", eventInsert(tx, newEventRow(w.eventId, plan.event)));
-    clause("fan_out", fanOutInsert(tx, { id: w.eventId, storeId: p.storeId, type: plan.event.type }, plan.at));
-  }
-  if (w.record !== null) clause("record", deliveryInsert(tx, w.record));
-  const row = await q
-    .selectNoFrom([
-      (w.claim ? sql<number>`(select count(*) from claim)` : sql<number>`1`).as("claimed"),
-      (plan.change !== null ? sql<number>`(select count(*) from cas)` : sql<number>`1`).as("changed"),
-      (plan.event !== null ? sql<string[]>`(select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out)` : sql<string[]>`'[]'::json`).as("endpoints"),
-    ])
-    .executeTakeFirstOrThrow();
-  return { claimed: Number(row.claimed) === 1, changed: Number(row.changed) === 1, endpoints: row.endpoints as string[] };
+async function writeAsOneStatement(tx: Transaction<Database>, v: WriteValues): Promise<Written> {
+  const has = (part: unknown) => (part === null ? 0 : 1);
+  const shape = `${has(v.claim)}${has(v.change)}${has(v.event)}${has(v.record)}:${v.lines.length}`;
+  const statement = ofShape(postgresShapes, shape, "payment writes", (db, param) => {
+    // Kysely's WITH takes any query; the clauses are chained on an untyped builder (their names are not tables).
+    let q = db as unknown as QueryCreator<Record<string, Record<string, unknown>>>;
+    const clause = (name: string, query: { toOperationNode(): unknown }) => {
+      q = q.with(name, () => query as never) as unknown as typeof q;
+    };
+    if (v.claim !== null) clause("claim", claimQuery(db, paramAt(param, (w) => w.claim!)).returning("event_key"));
+    if (v.change !== null) {
+      const cas = changeQuery(db, paramAt(param, (w) => w.change!));
+      clause("cas", (v.claim !== null ? cas.where(sql<boolean>`exists (select 1 from claim)`) : cas).returning("id"));
+    }
+    if (v.lines.length > 0) clause("lines", linesQuery(db, v.lines.length, paramAt(param, (w) => w.lines)));
+    if (v.event !== null) clause("event", eventQuery(db, paramAt(param, (w) => w.event!)));
+    if (v.fanOut !== null) clause("fan_out", fanOutQuery(db, paramAt(param, (w) => w.fanOut!)));
+    if (v.record !== null) clause("record", deliveryInsert(db, paramRow(paramAt(param, (w) => w.record!), DELIVERY_COLUMNS)));
+    return q.selectNoFrom([
+      (v.claim !== null ? sql<number>`(select count(*) from claim)` : sql<number>`1`).as("claimed"),
+      (v.change !== null ? sql<number>`(select count(*) from cas)` : sql<number>`1`).as("changed"),
+      (v.fanOut !== null ? sql<string[]>`(select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out)` : sql<string[]>`'[]'::json`).as("endpoints"),
+    ]) as unknown as Compilable<{ claimed: number; changed: number; endpoints: string[] }>;
+  });
+  const row = (await statement(tx, v)).rows[0]!;
+  return { claimed: Number(row.claimed) === 1, changed: Number(row.changed) === 1, endpoints: row.endpoints };
 }
 
 /** Whether the event was applied in this store before (asked when its invoice is not there). */

@@ -50,6 +50,22 @@ for (const dialect of DIALECTS) {
       assert.deepEqual([...new Set(listed.invoices.map((i) => i.status))], ["completed"]);
     });
 
+    test("a payment's log lines are written whatever their number: each in order, then the transition's", async () => {
+      const store = await h.store();
+      const logging = SIGNED_PLUGIN.replace('local e = request.json', 'local e = request.json\nfor i = 1, (e.lines or 0) do log("step " .. i, "info") end');
+      await installPlugin(h, store.id, "pay", logging);
+      const customer = await h.customer(store.id);
+      // One line (the transition's alone), a few, and more than the statements kept per number of lines.
+      for (const lines of [0, 2, 15, 40]) {
+        const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+        expectStatus(await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id, lines }), 200);
+        const logs = (await invoiceView(h, store.key, invoice.id)).invoiceLogs.map((l) => l.log);
+        const steps = Array.from({ length: lines }, (_, i) => `step ${i + 1}`);
+        assert.deepEqual(logs.slice(-(lines + 2)).slice(0, -1), [...steps, `received paid for ${invoice.id}`], `${lines} lines`);
+        assert.match(logs.at(-1)!, /^Payment confirmed by plugin pay/);
+      }
+    });
+
     test("the feed read right after a payment's 200 has its invoice.completed event", async () => {
       const { store, invoices } = await storeWithInvoices(h, 1);
       expectStatus(await deliverSigned(h, store.id, { type: "paid", invoiceId: invoices[0]! }), 200);

@@ -23,6 +23,11 @@ export type Param<I> = <T>(pick: (input: I) => T) => T;
 
 export const placeholder = <I>(pick: (input: I) => unknown): never => new Placeholder(pick) as never;
 
+/** The placeholders of a part of the input (`get` finds the part in it). */
+export function paramAt<I, T>(param: Param<I>, get: (input: I) => T): Param<T> {
+  return (pick) => param((input) => pick(get(input)));
+}
+
 /** For each compiled parameter, where its value comes from; throws on a value that is not a placeholder. */
 export function picksOf<I>(parameters: readonly unknown[], what: string): ((input: I) => unknown)[] {
   return parameters.map((p) => {
