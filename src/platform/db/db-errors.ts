@@ -22,8 +22,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.some((c) => code.startsWith(c))) return true;
   }
   const message = (err as { message?: unknown }).message;
-  // pg's own client errors carry no code.
-  return typeof message === "string" && /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection terminated unexpectedly)/.test(message);
+  // pg's own client errors carry no code. "Client was closed": a statement (a transaction's ROLLBACK, say)
+  // sent on a connection pg has already closed after a fault.
+  return typeof message === "string" && /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect)/.test(message);
 }
 
 /** A unique or primary key constraint refused the write (SQLite or PostgreSQL 23505). */
