@@ -207,7 +207,8 @@ function describeMachine() {
 function revision(root: string): string {
   try {
     const head = execFileSync("git", ["-C", root, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).trim() !== "";
+    // The results this script writes (its log, latest.json) are not changes to the code measured.
+    const dirty = execFileSync("git", ["-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/*/results/*"], { encoding: "utf8" }).trim() !== "";
     return dirty ? `${head}+changes` : head;
   } catch {
     return "unknown";
