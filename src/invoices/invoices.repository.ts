@@ -30,7 +30,7 @@ export interface InvoiceSnapshot {
   fields: { key: string; value: string; type: string }[];
   items: { product_variant_id: string; quantity: number; price_cents: number; coupon_id: string | null }[];
   logs: { log: string; type: string; created_at: number }[];
-  /** Whether the event asked about (readInvoiceSnapshot's `applied`) was applied to this store before. */
+  /** Whether the event asked about (readPaymentSnapshot's `applied`) was applied to this store before. */
   seen: boolean;
 }
 
@@ -84,15 +84,17 @@ type Executor = Kysely<Database> | Transaction<Database>;
 /**
  * One invoice of this store with all its children, in one statement (their rows aggregated as JSON arrays),
  * whatever the customer's history: the read a status change starts from. On PostgreSQL the arrays come
- * decoded; on SQLite as text. With `applied`, the same statement also says whether that event was applied
- * in this store before (a payment's duplicate check).
+ * decoded; on SQLite as text.
  */
-export async function readInvoiceSnapshot(db: Executor, storeId: string, invoiceId: string, applied?: EventKey): Promise<InvoiceSnapshot | null> {
-  const found = await snapshotQuery(db, storeId, invoiceId, applied).executeTakeFirst();
+export async function readInvoiceSnapshot(db: Executor, storeId: string, invoiceId: string): Promise<InvoiceSnapshot | null> {
+  const found = await snapshotQuery(db, storeId, invoiceId, undefined).executeTakeFirst();
   return found === undefined ? null : toSnapshot(found);
 }
 
-/** readInvoiceSnapshot with `applied`, built once (payment.apply.ts: every payment starts with it). */
+/**
+ * The same read, which also says whether the event `applied` names was applied in this store before (a
+ * payment's duplicate check); built once (payment.apply.ts: every payment starts with it).
+ */
 export async function readPaymentSnapshot(db: Executor, storeId: string, invoiceId: string, applied: EventKey): Promise<InvoiceSnapshot | null> {
   const { rows } = await paymentSnapshot(db, { storeId, invoiceId, ...applied });
   return rows[0] === undefined ? null : toSnapshot(rows[0]);

@@ -12,9 +12,8 @@
 // On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
 // modifying WITH clauses, the compare-and-set made conditional on the claim), so a payment is BEGIN, the
 // read, the writes and COMMIT (that statement built once per shape). Either way a lost claim or
-// compare-and-set throws RetryPayment: the caller
-// rolls back and runs the transaction again, whose read then sees the event applied (a duplicate) or the
-// invoice's new status.
+// compare-and-set throws RetryPayment: the caller rolls back and runs the transaction again, whose read
+// then sees the event applied (a duplicate) or the invoice's new status.
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
@@ -75,20 +74,11 @@ export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply,
   if (snapshot.seen) return done({ kind: "duplicate" });
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
   const recorded = record?.(plan.result);
-  const writes = { plan, claim: plan.result.kind !== "invalid", eventId: newId("evt"), record: recorded === undefined ? null : deliveryRow(recorded) };
-  const values = writeValues(p, writes);
+  const values = writeValues(p, plan, recorded === undefined ? null : deliveryRow(recorded));
   const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeAsOneStatement(tx, values);
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
   return plan.result;
-}
-
-interface Writes {
-  plan: TransitionPlan;
-  /** Whether the event is claimed (not for a transition that does not apply). */
-  claim: boolean;
-  eventId: string;
-  record: DeliveryRow | null;
 }
 
 interface Written {
@@ -127,15 +117,16 @@ interface WriteValues {
   record: DeliveryRow | null;
 }
 
-function writeValues(p: PaymentToApply, w: Writes): WriteValues {
-  const { plan } = w;
+/** What the plan writes; the event is claimed unless the transition does not apply. */
+function writeValues(p: PaymentToApply, plan: TransitionPlan, record: DeliveryRow | null): WriteValues {
+  const eventId = newId("evt");
   return {
-    claim: w.claim ? { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: plan.at } : null,
+    claim: plan.result.kind === "invalid" ? null : { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: plan.at },
     change: plan.change === null ? null : { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at },
     lines: plan.lines,
-    event: plan.event === null ? null : newEventRow(w.eventId, plan.event),
-    fanOut: plan.event === null ? null : { id: w.eventId, storeId: p.storeId, type: plan.event.type, at: plan.at },
-    record: w.record,
+    event: plan.event === null ? null : newEventRow(eventId, plan.event),
+    fanOut: plan.event === null ? null : { id: eventId, storeId: p.storeId, type: plan.event.type, at: plan.at },
+    record,
   };
 }
 

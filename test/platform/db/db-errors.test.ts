@@ -19,6 +19,15 @@ const failure = async (work: () => Promise<unknown>): Promise<unknown> => {
   throw new Error("expected the work to fail");
 };
 
+const thrown = (work: () => unknown): unknown => {
+  try {
+    work();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the work to throw");
+};
+
 describe("database errors on PostgreSQL", { skip: pgSkip }, () => {
   test("a client whose connection was closed (a pool's client after a fault) is unavailable, not a bug", async () => {
     const client = new pg.Client({ connectionString: PG_ADMIN_URL });
@@ -68,22 +77,10 @@ describe("database errors on SQLite", () => {
       a.exec("create table t (id integer primary key)");
       b.pragma("busy_timeout = 0");
       a.exec("begin immediate");
-      let busy: unknown;
-      try {
-        b.exec("begin immediate");
-      } catch (err) {
-        busy = err;
-      }
-      assert.equal(isDatabaseUnavailable(busy), true);
+      assert.equal(isDatabaseUnavailable(thrown(() => b.exec("begin immediate"))), true);
       a.exec("insert into t values (1)");
       a.exec("commit");
-      let constraint: unknown;
-      try {
-        a.exec("insert into t values (1)");
-      } catch (err) {
-        constraint = err;
-      }
-      assert.equal(isDatabaseUnavailable(constraint), false);
+      assert.equal(isDatabaseUnavailable(thrown(() => a.exec("insert into t values (1)"))), false);
     } finally {
       a.close();
       b.close();
