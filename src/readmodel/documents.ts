@@ -8,6 +8,7 @@ import { assembleCustomers, customerRows } from "./customer-documents.ts";
 import type { Database } from "../platform/db/schema.ts";
 import { storeCondition } from "./paging.ts";
 import { assembleInvoices } from "./invoice-documents.ts";
+import { vacuumMarks } from "./projector.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -55,6 +56,8 @@ export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, o
     let q = db.deleteFrom(`stale_${views}`).where("pos", "<=", last);
     if (storeId !== undefined) q = q.where("doc_id", "in", (eb) => eb.selectFrom(owner).select("id").where("store_id", "=", storeId));
     await q.execute();
+    // PostgreSQL: the rows just deleted (a seed's: hundreds of thousands) would stay until autovacuum comes.
+    if (!(db.getExecutor().adapter instanceof SqliteAdapter)) await vacuumMarks(db, views);
   }
 }
 

@@ -39,6 +39,8 @@ const BYTES_PER_COOLDOWN_MS = 400;
 /** Bytes of big documents one pass rebuilds at most (one document at least). */
 const PASS_BYTES = 2 * 1024 * 1024;
 const MAX_BIG_REMEMBERED = 10_000;
+/** PostgreSQL: marks a projector deletes from a table before it vacuums that table (vacuumMarks). */
+export const VACUUM_AFTER_MARKS = 1_000;
 const STALE_OF: Record<Views, Stale> = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" };
 
 export interface ProjectorBacklog {
@@ -86,6 +88,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
    * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
    */
   const big = new Map<string, { bytes: number; at: number }>();
+  const vacuum = sqlite ? null : vacuumAfterDeletes(db);
   const coolingUntil = (b: { bytes: number; at: number }) => b.at + b.bytes / BYTES_PER_COOLDOWN_MS;
 
   function remember(bodies: Map<string, string>): void {
@@ -113,7 +116,8 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     }
     const picked = await pickBatch(db, views, cooling, (id) => big.get(id)?.bytes);
     if (picked.ids.length === 0) return { documents: 0, more: false };
-    const documents = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
+    const { documents, marks } = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
+    vacuum?.deleted(views, marks);
     return { documents, more: picked.more };
   }
 
@@ -123,17 +127,17 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
    * change those marks stand for); exactly the marks read are deleted: a change that commits meanwhile keeps
    * its own mark for the next pass.
    */
-  async function rebuildPostgres(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<number> {
+  async function rebuildPostgres(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ documents: number; marks: number }> {
     const locked = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).forUpdate().skipLocked().execute()).map((r) => r.id));
     const present = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).execute()).map((r) => r.id));
     // Gone (the owner was deleted): only its marks go.
     const ids = candidates.filter((id) => locked.has(id) || !present.has(id));
-    if (ids.length === 0) return 0;
+    if (ids.length === 0) return { documents: 0, marks: 0 };
     const stale = STALE_OF[views];
     const seen = await tx.selectFrom(stale).select(sql<string[] | null>`array_agg(pos)`.as("positions")).where("doc_id", "in", ids).executeTakeFirst();
     await writeBodies(tx, views, await build(tx, views, ids));
     if (seen?.positions) await tx.deleteFrom(stale).where(sql<boolean>`pos = any(${seen.positions}::bigint[])`).execute();
-    return ids.length;
+    return { documents: ids.length, marks: seen?.positions?.length ?? 0 };
   }
 
   async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
@@ -303,4 +307,37 @@ async function invoiceBodies(db: Executor, ids: string[]): Promise<Map<string, s
 async function customerBodies(db: Executor, ids: string[]): Promise<Map<string, string>> {
   const views = await assembleCustomers(db as Kysely<Database>, await customerRows(db as Kysely<Database>, ids));
   return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
+}
+
+/**
+ * PostgreSQL: vacuums a marks table. The marks tables are a queue: every write inserts marks and the
+ * projector deletes them within a second, and a deleted row stays in the table and in its indexes until a
+ * vacuum. Autovacuum visits a database once a minute at best (autovacuum_naptime), and not at all while its
+ * workers are busy with the big tables of an import; meanwhile the projector's look at the oldest marks walks
+ * every dead one, and so does the backlog gauge's count (540,000 dead marks under 200 live ones in the
+ * webhook bench, 50-240 ms a statement). A vacuum of the small table that a healthy queue is takes a few
+ * milliseconds. SKIP_LOCKED: a table another vacuum holds is left to it. A role that does not own the table
+ * gets a warning, not an error, and the table is left to autovacuum.
+ */
+export async function vacuumMarks(db: Kysely<Database>, views: Views): Promise<void> {
+  await sql.raw(`vacuum (skip_locked) ${STALE_OF[views]}`).execute(db);
+}
+
+/** Counts the marks deleted per table and vacuums a table after every VACUUM_AFTER_MARKS, one vacuum at a time. */
+function vacuumAfterDeletes(db: Kysely<Database>): { deleted(views: Views, marks: number): void } {
+  const deleted: Record<Views, number> = { customer_views: 0, invoice_views: 0 };
+  const running = new Set<Views>();
+  return {
+    deleted(views, marks) {
+      deleted[views] += marks;
+      if (deleted[views] < VACUUM_AFTER_MARKS || running.has(views)) return;
+      deleted[views] = 0;
+      running.add(views);
+      // Not awaited: the next pass goes on meanwhile. A failure (the connection lost, the database closing)
+      // leaves the table to the next threshold, or to autovacuum.
+      vacuumMarks(db, views)
+        .catch(() => {})
+        .finally(() => running.delete(views));
+    },
+  };
 }
