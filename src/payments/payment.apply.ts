@@ -10,10 +10,13 @@
 // On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds),
 // each built and compiled once (compiled-once.ts): building a statement cost more than running it.
 // On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
-// modifying WITH clauses, the compare-and-set made conditional on the claim), so a payment is BEGIN, the
-// read, the writes and COMMIT (that statement built once per shape). Either way a lost claim or
-// compare-and-set throws RetryPayment: the caller rolls back and runs the transaction again, whose read
-// then sees the event applied (a duplicate) or the invoice's new status.
+// modifying WITH clauses, the compare-and-set made conditional on the claim; built once per shape), which
+// commits on its own when commits are durable by default: a payment is the read and the writes, two round
+// trips, no transaction left open between them (durable.ts, runAtomic). A claim or compare-and-set lost to
+// another delivery meanwhile makes that statement fail as a whole (storefront_payment_raced(), migration
+// 0024), so nothing of it stays. Either way a lost claim or compare-and-set throws RetryPayment: the caller
+// (its transaction rolled back, if there is one) runs the payment again, whose read then sees the event
+// applied (a duplicate) or the invoice's new status.
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
@@ -63,8 +66,11 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
   return p.action === "pushInvoice" ? { log: `Payment confirmed by ${by}: ${from} -> ${to}`, type: "info" } : { log: `Dispute opened, reported by ${by}: ${from} -> ${to}`, type: "warning" };
 }
 
-/** Applies the payment in the caller's transaction and writes `record`'s row for it (when given). */
-export async function applyPayment(tx: Transaction<Database>, p: PaymentToApply, now: () => number, record?: RecordOf): Promise<Applied> {
+/**
+ * Applies the payment and writes `record`'s row for it (when given): in the caller's transaction, or on
+ * PostgreSQL with its writes as one statement that commits on its own (`tx` the database).
+ */
+export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf): Promise<Applied> {
   const snapshot = await readPaymentSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
   const done = async (applied: Applied) => {
     if (record !== undefined) await insertDelivery(tx, deliveryRow(record(applied)));
@@ -164,7 +170,7 @@ function ofShape<I, R>(kept: Map<string | number, CompiledOnce<I, R>>, key: stri
 
 const affected = (r: { numAffectedRows?: bigint }) => Number(r.numAffectedRows ?? 0n);
 
-async function writeOneByOne(tx: Transaction<Database>, v: WriteValues): Promise<Written> {
+async function writeOneByOne(tx: Executor, v: WriteValues): Promise<Written> {
   if (v.claim !== null && affected(await sqliteOnce.claim(tx, v.claim)) !== 1) return { claimed: false, changed: false, endpoints: [] };
   if (v.change !== null && affected(await sqliteOnce.change(tx, v.change)) !== 1) return { claimed: true, changed: false, endpoints: [] };
   const count = v.lines.length;
@@ -176,14 +182,17 @@ async function writeOneByOne(tx: Transaction<Database>, v: WriteValues): Promise
 }
 
 /** PostgreSQL's one write statement, built once per shape (which parts it writes, how many log lines). */
-const postgresShapes = new Map<string | number, CompiledOnce<WriteValues, { claimed: number; changed: number; endpoints: string[] }>>();
+const postgresShapes = new Map<string | number, CompiledOnce<WriteValues, { applied: number; endpoints: string[] }>>();
+
+/** SQLSTATE of storefront_payment_raced(): the claim or the compare-and-set was lost, nothing written. */
+const PAYMENT_RACED = "SFR01";
 
 /**
  * The same writes as one PostgreSQL statement. Every WITH clause runs, whatever the others did; the
- * compare-and-set runs only when the claim was taken, and the statement says whether each happened, so the
- * caller rolls the rest back (RetryPayment) when one did not.
+ * compare-and-set runs only when the claim was taken; and when either did not happen the statement fails
+ * (storefront_payment_raced()), which undoes all of it, on its own or in a transaction.
  */
-async function writeAsOneStatement(tx: Transaction<Database>, v: WriteValues): Promise<Written> {
+async function writeAsOneStatement(tx: Executor, v: WriteValues): Promise<Written> {
   const has = (part: unknown) => (part === null ? 0 : 1);
   const shape = `${has(v.claim)}${has(v.change)}${has(v.event)}${has(v.record)}:${v.lines.length}`;
   const statement = ofShape(postgresShapes, shape, "payment writes", (db, param) => {
@@ -201,18 +210,24 @@ async function writeAsOneStatement(tx: Transaction<Database>, v: WriteValues): P
     if (v.event !== null) clause("event", eventQuery(db, paramAt(param, (w) => w.event!)));
     if (v.fanOut !== null) clause("fan_out", fanOutQuery(db, paramAt(param, (w) => w.fanOut!)));
     if (v.record !== null) clause("record", deliveryInsert(db, paramRow(paramAt(param, (w) => w.record!), DELIVERY_COLUMNS)));
+    // The compare-and-set runs only after a claim, so its row says both; without it, the claim's.
+    const done = v.change !== null ? sql`exists (select 1 from cas)` : v.claim !== null ? sql`exists (select 1 from claim)` : sql`true`;
     return q.selectNoFrom([
-      (v.claim !== null ? sql<number>`(select count(*) from claim)` : sql<number>`1`).as("claimed"),
-      (v.change !== null ? sql<number>`(select count(*) from cas)` : sql<number>`1`).as("changed"),
+      sql<number>`case when ${done} then 1 else storefront_payment_raced() end`.as("applied"),
       (v.fanOut !== null ? sql<string[]>`(select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out)` : sql<string[]>`'[]'::json`).as("endpoints"),
-    ]) as unknown as Compilable<{ claimed: number; changed: number; endpoints: string[] }>;
+    ]) as unknown as Compilable<{ applied: number; endpoints: string[] }>;
   });
-  const row = (await statement(tx, v)).rows[0]!;
-  return { claimed: Number(row.claimed) === 1, changed: Number(row.changed) === 1, endpoints: row.endpoints };
+  try {
+    const row = (await statement(tx, v)).rows[0]!;
+    return { claimed: true, changed: true, endpoints: row.endpoints };
+  } catch (err) {
+    if ((err as { code?: unknown }).code === PAYMENT_RACED) return { claimed: false, changed: false, endpoints: [] };
+    throw err;
+  }
 }
 
 /** Whether the event was applied in this store before (asked when its invoice is not there). */
-async function seenBefore(tx: Transaction<Database>, p: PaymentToApply): Promise<boolean> {
+async function seenBefore(tx: Executor, p: PaymentToApply): Promise<boolean> {
   const row = await tx.selectFrom("applied_events").select("event_key").where("store_id", "=", p.storeId).where("plugin_name", "=", p.pluginName).where("event_key", "=", p.eventKey).executeTakeFirst();
   return row !== undefined;
 }

@@ -222,7 +222,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       eventKey: decision.eventKey,
       runLines: traces.logs.map((l) => ({ log: l.description, type: l.type })),
     };
-    const work = async (tx: Transaction<Database>) => {
+    const work = async (tx: Kysely<Database> | Transaction<Database>) => {
       // The record is written with the change, so it is made from the answer the outcome gets.
       let a: ReturnType<typeof answerFor> | undefined;
       const outcome = await applyPayment(tx, payment, now, (applied) => {
@@ -235,7 +235,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     let answer: Awaited<ReturnType<typeof work>>;
     for (let attempt = 1; ; attempt++) {
       try {
-        answer = await committer.run(work);
+        answer = await committer.runAtomic(work);
         break;
       } catch (err) {
         // Another action changed the invoice between its read and the compare-and-set: rolled back, run again.

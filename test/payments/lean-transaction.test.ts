@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { applyPayment } from "../../src/payments/payment.apply.ts";
+import { applyPayment, RetryPayment } from "../../src/payments/payment.apply.ts";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "../helpers/harness.ts";
 import { deliverSigned, installPlugin, invoiceView, SIGNED_PLUGIN } from "../helpers/webhook.ts";
 
@@ -140,6 +140,43 @@ describe("PostgreSQL: payments of one customer do not wait on each other", { ski
       await first;
     } finally {
       release();
+      await h.close();
+    }
+  });
+
+  test("a payment whose claim is taken by another delivery while it runs (no transaction of its own) leaves nothing of its writes", async () => {
+    const h = await createHarness("postgres");
+    const other = await h.services.db.pgPool!.connect();
+    try {
+      const { store, invoices } = await storeWithInvoices(h, 1);
+      const invoiceId = invoices[0]!;
+      const db = h.services.db.kysely;
+      const count = async (table: "invoice_logs" | "events" | "deliveries") =>
+        Number((await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} where invoice_id = ${invoiceId}`.execute(db)).rows[0]!.n);
+      const before = { logs: await count("invoice_logs"), events: await count("events"), deliveries: await count("deliveries") };
+      // Another delivery of the event holds its claim, not yet committed: the payment's read sees it unclaimed.
+      await other.query("begin");
+      await other.query("insert into applied_events (store_id, plugin_name, event_key, delivery_id, invoice_id, created_at) values ($1, 'pay', 'id:raced', 'dlv_other', $2, 0)", [store.id, invoiceId]);
+      const record = () => ({ id: "dlv_raced" }) as never;
+      const payment = applyPayment(db, { storeId: store.id, pluginName: "pay", pluginVersion: 1, deliveryId: "dlv_raced", invoiceId, action: "pushInvoice", eventKey: "id:raced", runLines: [{ log: "raced line", type: "info" }] }, Date.now, record).then(
+        () => "applied",
+        (err: unknown) => err,
+      );
+      // Its write statement waits on the held claim; then the other delivery commits.
+      for (let waited = 0; ; waited++) {
+        // Asked on a connection of its own: a transaction sees one snapshot of pg_stat_activity.
+        const r = await h.services.db.pgPool!.query("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with \"claim\"%'");
+        if (r.rows.length > 0) break;
+        assert.ok(waited < 400, "the payment's write statement never waited on the held claim");
+        await new Promise((res) => setTimeout(res, 5));
+      }
+      await other.query("commit");
+      assert.ok((await payment) instanceof RetryPayment, "the payment is to be run again");
+      const view = await invoiceView(h, store.key, invoiceId);
+      assert.equal(view.status, "pending", "the status did not change");
+      assert.deepEqual({ logs: await count("invoice_logs"), events: await count("events"), deliveries: await count("deliveries") }, before, "no log line, event or delivery record stayed");
+    } finally {
+      other.release();
       await h.close();
     }
   });
