@@ -341,7 +341,7 @@ function readReadPath(read: EnvReader): Pick<Config, "readThreads" | "readThread
   return {
     // One core is left to the thread that answers webhooks.
     readThreads: read.int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
-    readThreadsNice: read.int("READ_THREADS_NICE", 10, 0, 19),
+    readThreadsNice: read.int("READ_THREADS_NICE", 5, 0, 19),
     readYieldMaxMs: read.int("READ_YIELD_MAX_MS", 50, 0, 10_000),
     readYieldBusyPercent: read.int("READ_YIELD_BUSY_PERCENT", 70, 0, 100),
     apiKeyCacheSeconds: read.int("API_KEY_CACHE_SECONDS", 60, 0, 3600),

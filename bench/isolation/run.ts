@@ -5,6 +5,7 @@
 // run (alone, readers, alone, readers, …) so a noisy neighbour hits both; medians of the rounds' p50/p99.
 //   node bench/isolation/run.ts [--dialects sqlite,postgres] [--customers 20000] [--rounds 3] [--seconds 10]
 //     [--readers 16] [--rate 50] [--read-threads N]  (READ_THREADS of the server; 0 = pages on the main thread)
+//     [--read-threads-nice N]  (READ_THREADS_NICE of the server; its default otherwise)
 import { type ChildProcess, fork } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
@@ -27,6 +28,7 @@ const { values: args } = parseArgs({
     readers: { type: "string", default: "16" },
     rate: { type: "string", default: "50" },
     "read-threads": { type: "string" },
+    "read-threads-nice": { type: "string" },
   },
 });
 const rounds = Number(args.rounds);
@@ -87,6 +89,7 @@ for (const dialect of args.dialects.split(",")) {
   log(`${dialect}: starting the server (seeds ${args.customers} customers on first use) …`);
   const server = fork(path.join(HERE, "server.ts"), [
     "--dialect", dialect, "--customers", args.customers, ...(args["read-threads"] === undefined ? [] : ["--read-threads", args["read-threads"]]),
+    ...(args["read-threads-nice"] === undefined ? [] : ["--read-threads-nice", args["read-threads-nice"]]),
   ]);
   const [ready] = (await once(server, "message")) as [IsolationServerReady];
   log(`${dialect}: ready on port ${ready.port}, ${ready.readThreads} reader threads`);
@@ -130,7 +133,8 @@ for (const dialect of args.dialects.split(",")) {
 
 const out = path.join(HERE, "results");
 mkdirSync(out, { recursive: true });
-const file = path.join(out, `latest${args["read-threads"] === undefined ? "" : `-read-threads-${args["read-threads"]}`}.json`);
+const variant = `${args["read-threads"] === undefined ? "" : `-read-threads-${args["read-threads"]}`}${args["read-threads-nice"] === undefined ? "" : `-nice-${args["read-threads-nice"]}`}`;
+const file = path.join(out, `latest${variant}.json`);
 writeFileSync(
   file,
   JSON.stringify({ when: new Date().toISOString(), machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? "?"}`, node: process.version, args, results }, null, 2) + "\n",

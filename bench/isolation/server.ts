@@ -16,7 +16,7 @@ import { createServices } from "../../src/services.ts";
 import { type IsolationServerReady, SIGNING_SECRET } from "./protocol.ts";
 
 const { values: args } = parseArgs({
-  options: { dialect: { type: "string", default: "sqlite" }, customers: { type: "string", default: "20000" }, "read-threads": { type: "string" } },
+  options: { dialect: { type: "string", default: "sqlite" }, customers: { type: "string", default: "20000" }, "read-threads": { type: "string" }, "read-threads-nice": { type: "string" } },
 });
 const customers = Number(args.customers);
 const DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../data");
@@ -64,6 +64,7 @@ const config = loadConfig({
   WEBHOOK_RATE_LIMIT_MAX: "1000000000",
   RATE_LIMIT_MAX: "1000000000",
   ...(args["read-threads"] === undefined ? {} : { READ_THREADS: args["read-threads"] }),
+  ...(args["read-threads-nice"] === undefined ? {} : { READ_THREADS_NICE: args["read-threads-nice"] }),
 });
 const services = await createServices(config, { warmSandbox: true });
 await services.plugins.install(storeId, "generic-hmac", { catalog: "generic-hmac", secrets: { signingSecret: SIGNING_SECRET } });

@@ -19,10 +19,14 @@ const init = workerData as ReaderInit;
 
 /**
  * Reader threads run at a lower scheduling priority than the process's other threads (Linux: nice is per
- * thread), READ_THREADS_NICE steps (10 by default) below the main thread's, at most 19: so when the cores
+ * thread), READ_THREADS_NICE steps (5 by default) below the main thread's, at most 19: so when the cores
  * are busy the thread that answers webhooks and the sandbox's threads run first and the pages wait: reads
- * yield to payments. Relative, so that a service started under `nice` (or systemd's Nice=) keeps its
- * readers below its own main thread. Elsewhere this is skipped.
+ * yield to payments. Five steps (CFS weights 1024 against 335: a reader gets about a quarter of a core a
+ * busy thread shares with it) rather than ten (a tenth): at ten, a page read during a burst of payments
+ * waited behind every step of them (its p99 twice that of reads alone at 100 payments/s), while five keeps
+ * webhooks under a flood of reads within bench/isolation's targets (bench/README.md, "sixth pass").
+ * Relative, so that a service started under `nice` (or systemd's Nice=) keeps its readers below its own
+ * main thread. Elsewhere this is skipped.
  */
 try {
   const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
