@@ -15,6 +15,8 @@
 // (new code's storefront_readmodel_backlog gauge; "n/a" without it). The disk's own commit rate (disk.ts)
 // is measured first. Results: results/latest.json and a markdown table on stdout; progress on stderr.
 //   node bench/webhook/run.ts [--rounds 5] [--duration 5] [--baseline DIR] [--dialects sqlite,postgres] …
+//   A database whose servers fail (one that does not settle within --settle-timeout s, say) is reported as
+//   not measured beside the others, and the run exits 1.
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     "plain-ts": { type: "boolean", default: false },
     "disk-seconds": { type: "string", default: "3" },
     "catchup-timeout": { type: "string", default: "30" },
+    "settle-timeout": { type: "string", default: "600" },
   },
 });
 const rounds = Number(args.rounds);
@@ -89,16 +92,26 @@ process.on("SIGINT", () => {
   setTimeout(() => process.exit(130), 2_000);
 });
 const setup: Record<string, Partial<Record<Side, Record<string, number>>>> = {};
+/** Databases whose run failed, with why: the others' figures are still reported. */
+const failed: Record<string, string> = {};
 for (const dialect of dialects) {
   log(`${dialect}: starting ${sides.join(" and ")} (building the data)`);
-  const servers = Object.fromEntries(await Promise.all(sides.map(async (side) => [side, await startServer(side, dialect)] as const))) as Record<Side, Server>;
-  setup[dialect] = Object.fromEntries(sides.map((side) => [side, servers[side].layout.setupSeconds]));
-  for (const side of sides) log(`${dialect} ${side}: ready, set up in ${JSON.stringify(servers[side].layout.setupSeconds)} s; read model gauges: ${servers[side].layout.readModelGauges ? "yes" : "no"}`);
+  const starting = await Promise.allSettled(sides.map(async (side) => [side, await startServer(side, dialect)] as const));
+  const up = starting.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const servers = Object.fromEntries(up) as Record<Side, Server>;
   try {
+    const refused = starting.find((r) => r.status === "rejected");
+    if (refused !== undefined) throw (refused as PromiseRejectedResult).reason;
+    setup[dialect] = Object.fromEntries(sides.map((side) => [side, servers[side].layout.setupSeconds]));
+    for (const side of sides) log(`${dialect} ${side}: ready, set up in ${JSON.stringify(servers[side].layout.setupSeconds)} s; read model gauges: ${servers[side].layout.readModelGauges ? "yes" : "no"}`);
     samples[dialect] = await measureDialect(dialect, servers);
     if (wanted.has("ignore-ts")) await checkPlainTs(dialect, servers);
+  } catch (err) {
+    // Reported at the end beside the databases that finished, whose figures are not lost with it.
+    failed[dialect] = err instanceof Error ? err.message : String(err);
+    log(`${dialect}: FAILED: ${failed[dialect]}`);
   } finally {
-    await Promise.all(sides.map((side) => stopServer(servers[side].child)));
+    await Promise.all(up.map(([, server]) => stopServer(server.child)));
   }
 }
 
@@ -112,6 +125,7 @@ const report = {
   sides: Object.fromEntries(sides.map((side) => [side, { root: roots[side], revision: revision(roots[side]!) }])),
   settings: { ...settings, duration, dialects, cases: [...wanted], invoices: Number(args.invoices), stores: Number(args.stores), historyCustomers: Number(args["history-customers"]), historyInvoices: Number(args["history-invoices"]), readsCustomers: Number(args["reads-customers"]) },
   setupSeconds: setup,
+  failed,
   disk,
   summaries,
   ratios: rs,
@@ -119,6 +133,8 @@ const report = {
 };
 writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, null, 2) + "\n");
 console.log(markdown(summaries, rs, disk, sides));
+for (const [dialect, why] of Object.entries(failed)) console.log(`\n**${dialect}: not measured**: ${why}`);
+if (Object.keys(failed).length > 0) process.exitCode = 1;
 
 /** A warm-up round (not counted), then the counted rounds: each case on every side before the next case. */
 async function measureDialect(dialect: string, servers: Record<Side, Server>): Promise<Samples[string]> {
@@ -153,7 +169,7 @@ function startServer(side: Side, dialect: string): Promise<Server> {
     [
       ...["--root", roots[side]!, "--dialect", dialect, "--label", side === "this" ? "wh" : "whb"],
       ...["--invoices", args.invoices, "--stores", args.stores, "--history-customers", args["history-customers"], "--history-invoices", args["history-invoices"]],
-      ...["--reads-customers", args["reads-customers"], ...(wanted.has("ignore-ts") ? ["--plain-ts"] : [])],
+      ...["--reads-customers", args["reads-customers"], "--settle-timeout", args["settle-timeout"], ...(wanted.has("ignore-ts") ? ["--plain-ts"] : [])],
     ],
     { stdio: ["ignore", "inherit", "inherit", "ipc"] },
   );
