@@ -102,12 +102,13 @@ for (const dialect of DIALECTS) {
       assert.equal(fromThreads.headers["content-type"], "application/json; charset=utf-8");
     });
 
-    test("reader threads run at a lower priority (10 nice steps, at most 19) than the thread that answers webhooks", { skip: process.platform !== "linux" }, () => {
+    test("reader threads run at a lower priority (READ_THREADS_NICE, 5 nice steps by default, at most 19) than the thread that answers webhooks", { skip: process.platform !== "linux" }, () => {
       const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16]);
       const nices = readdirSync("/proc/self/task").map(niceOf);
       // Relative to the main thread's own nice: the suite may itself run under `nice -n 10`.
       const main = niceOf(String(process.pid));
-      const readers = Math.min(19, main + 10);
+      const readers = Math.min(19, main + h.config.readThreadsNice);
+      assert.equal(h.config.readThreadsNice, 5, "the default");
       assert.ok(readers > main || main === 19, `the readers' nice (${readers}) is above the main thread's (${main})`);
       assert.ok(nices.filter((n) => n === readers).length >= h.services.reads.threads, `main ${main}, threads' nice values: ${nices.join(" ")}`);
     });
