@@ -18,6 +18,8 @@ import { startServer, type ServerProcess } from "../helpers/server.ts";
 import { SIGNED_PLUGIN, TEST_SECRET, sign } from "../helpers/webhook.ts";
 
 const INVOICES = 240;
+/** Invoices held back from the stream and paid once the backup has ended. */
+const AFTER = 5;
 
 function oneLineFailure(run: CliRun, pattern: RegExp): void {
   assert.notEqual(run.code, 0, "exits non-zero");
@@ -54,27 +56,35 @@ function pay(base: string, storeId: string, invoiceId: string): Promise<number> 
 }
 
 /**
- * Pays invoices in order from four clients until `take` resolves; returns the invoices answered 200 before
- * `take` began (the backup must hold them all) and all answered 200.
+ * Pays invoices in order from four clients until `take` resolves, then pays a few more that were held back.
+ * Returns the invoices answered 200 before `take` began (the backup must hold them all) and those answered
+ * 200 after it ended (the backup cannot hold them). Once `before` is taken the clients slow down, so that the
+ * stream still runs while the backup, a separate process that takes a moment to start, copies the database.
  */
-async function backupDuringPayments(server: ServerProcess, storeId: string, ids: string[], take: () => Promise<void>): Promise<{ before: string[]; all: string[] }> {
+async function backupDuringPayments(server: ServerProcess, storeId: string, ids: string[], take: () => Promise<void>): Promise<{ before: string[]; after: string[] }> {
+  const held = ids.slice(-AFTER);
+  const stream = ids.slice(0, -AFTER);
   const acked: string[] = [];
   let next = 0;
   let stop = false;
+  let paced = false;
   const client = async () => {
-    while (!stop && next < ids.length) {
-      const id = ids[next++]!;
+    while (!stop && next < stream.length) {
+      const id = stream[next++]!;
       if ((await pay(server.url, storeId, id)) === 200) acked.push(id);
+      if (paced) await new Promise((r) => setTimeout(r, 100));
     }
   };
   const clients = Array.from({ length: 4 }, client);
   while (acked.length < 40) await new Promise((r) => setTimeout(r, 20));
   const before = [...acked];
+  paced = true;
   await take();
   stop = true;
   await Promise.all(clients);
   assert.ok(acked.length > before.length, "payments went on while the backup was taken");
-  return { before, all: acked };
+  for (const id of held) assert.equal(await pay(server.url, storeId, id), 200, "a payment after the backup is answered");
+  return { before, after: held };
 }
 
 function completedIn(file: string, ids: string[]): string[] {
@@ -105,10 +115,12 @@ describe("SQLite: storefront backup and restore", () => {
       reader.exec("begin");
       reader.prepare("select count(*) from stores").get();
       let run: CliRun | null = null;
+      let before: string[] = [];
+      let after: string[] = [];
       try {
-        const { before } = await backupDuringPayments(server, storeId, invoiceIds, async () => {
+        ({ before, after } = await backupDuringPayments(server, storeId, invoiceIds, async () => {
           run = await runCli(["backup", backup, "--json"], { env });
-        });
+        }));
         const taken = run! as CliRun;
         assert.equal(taken.code, 0, taken.stderr);
         const result = JSON.parse(taken.stdout) as { file: string; secretsKey: { source: string; file: string } };
@@ -127,9 +139,10 @@ describe("SQLite: storefront backup and restore", () => {
       assert.equal((JSON.parse(restored.stdout) as { previous: unknown }).previous, null);
       const again = await startServer({ ...env, PLUGIN_POOL_SIZE: "1" });
       try {
-        const unpaid = invoiceIds.filter((id) => completedIn(path.join(dir, "data", "storefront.db"), [id]).length === 0);
-        assert.ok(unpaid.length > 0, "invoices paid after the backup are pending again in the restored copy");
-        assert.equal(await pay(again.url, storeId, unpaid[0]!), 200, "the restored key opens the plugin's secret: a signed payment verifies");
+        const restoredDb = path.join(dir, "data", "storefront.db");
+        assert.deepEqual(completedIn(restoredDb, before), before, "the restored copy holds every payment answered before the backup began");
+        assert.deepEqual(completedIn(restoredDb, after), [], "invoices paid after the backup are pending again in the restored copy");
+        assert.equal(await pay(again.url, storeId, after[0]!), 200, "the restored key opens the plugin's secret: a signed payment verifies");
       } finally {
         await again.stop();
       }
@@ -210,8 +223,9 @@ describe("PostgreSQL: the documented pg_dump and pg_restore, with the key kept b
       const { storeId, invoiceIds } = await setup(env);
       const server = await startServer({ ...env, WEBHOOK_RATE_LIMIT_MAX: "100000", PLUGIN_POOL_SIZE: "2" });
       let before: string[];
+      let after: string[];
       try {
-        ({ before } = await backupDuringPayments(server, storeId, invoiceIds, async () => {
+        ({ before, after } = await backupDuringPayments(server, storeId, invoiceIds, async () => {
           const dumped = await sh("pg_dump", [...connection, "--format=custom", `--schema=${schema}`, "--file", dump]);
           assert.equal(dumped.code, 0, dumped.out);
         }));
@@ -228,8 +242,8 @@ describe("PostgreSQL: the documented pg_dump and pg_restore, with the key kept b
         try {
           const done = new Set((await services.db.kysely.selectFrom("invoices").select("id").where("status", "=", "completed").execute()).map((r) => r.id));
           assert.deepEqual(before.filter((id) => !done.has(id)), [], "every payment answered before the dump began is in it");
-          const unpaid = invoiceIds.find((id) => !done.has(id))!;
-          assert.equal(await pay(again.url, storeId, unpaid), 200, "SECRETS_KEY opens the restored plugin's secret");
+          assert.deepEqual(after.filter((id) => done.has(id)), [], "payments answered after the dump ended are not in it");
+          assert.equal(await pay(again.url, storeId, after[0]!), 200, "SECRETS_KEY opens the restored plugin's secret");
         } finally {
           await services.close();
         }
