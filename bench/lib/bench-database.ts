@@ -8,7 +8,8 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 
-export const PG = "postgres://postgres@127.0.0.1:5432/test";
+/** The local PostgreSQL (`BENCH_PG_URL`: another, such as its Unix socket, `postgres://postgres@/test?host=/var/run/postgresql`). */
+export const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 export interface BenchDatabase {
   url: string;
@@ -35,7 +36,7 @@ export async function benchDatabase(dialect: string, label: string): Promise<Ben
   };
   await run(`create schema ${schema}`);
   return {
-    url: `${PG}?options=-c%20search_path%3D${schema}&application_name=${schema}`,
+    url: `${PG}${PG.includes("?") ? "&" : "?"}options=-c%20search_path%3D${schema}&application_name=${schema}`,
     dialect: "postgres",
     file: null,
     schema,
