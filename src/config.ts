@@ -184,7 +184,8 @@ function readDatabase(read: EnvReader): Pick<Config, "databaseUrl" | "database" 
         read.problems.push(`DATABASE_URL names no database: add its name to the path (postgres://${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.host}/storefront)`);
       }
     } catch {
-      read.problems.push(`DATABASE_URL is not a valid URL`);
+      // libpq takes postgres://user@/db for a Unix socket; a WHATWG URL (and so this service) needs a host.
+      read.problems.push(`DATABASE_URL is not a valid URL (a Unix socket goes in a host parameter: postgres://user@localhost/storefront?host=/var/run/postgresql)`);
     }
   } else if (databaseUrl.startsWith("sqlite:")) {
     const file = databaseUrl.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");

@@ -25,6 +25,15 @@ test("postgres:// selects PostgreSQL and API_NAMESPACE moves the list operations
   assert.equal(c.apiNamespace, "shop");
 });
 
+test("a PostgreSQL Unix socket is a host parameter; the URL without a host is refused with that form", () => {
+  const socket = "postgres://u@localhost/db?host=/var/run/postgresql";
+  assert.deepEqual(loadConfig({ DATABASE_URL: socket }).database, { kind: "postgres", url: socket });
+  assert.throws(
+    () => loadConfig({ DATABASE_URL: "postgres://u@/db?host=/var/run/postgresql" }),
+    (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && /^DATABASE_URL is not a valid URL.*postgres:\/\/user@localhost\/storefront\?host=\/var\/run\/postgresql/.test(err.problems[0]!),
+  );
+});
+
 test("every bad variable is reported at once, each by name", () => {
   try {
     loadConfig({ PORT: "http", DATABASE_URL: "mysql://x", LOG_LEVEL: "loud", PLUGIN_CPU_MS: "-5", SECRETS_KEY: "short", API_NAMESPACE: "a/b", ADMIN_TOKEN: "x" });
