@@ -132,7 +132,7 @@ function lazySandbox(limits: Config["plugin"]): Sandbox {
 }
 
 export async function createServices(config: Readonly<Config>, options: ServiceOptions = {}): Promise<Services> {
-  const db = openDatabase(config.database, { walCheckpoints: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
+  const db = openDatabase(config.database, { walCheckpoints: true, savepointsInMemory: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
   let appliedMigrations: AppliedMigration[] = [];
   try {
     if (options.migrate ?? true) appliedMigrations = await db.migrate(options.migrations);

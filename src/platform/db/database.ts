@@ -172,6 +172,13 @@ export interface OpenOptions {
    * not inside the commits of this connection. For the connection that serves the writes.
    */
   walCheckpoints?: boolean;
+  /**
+   * SQLite: the savepoints of this connection's shared commits (durable.ts) keep the pages they would undo in
+   * memory, not in a temporary file past 64 KiB, where each was a write(2): a fifth of a busy writer's time.
+   * Its temporary tables and sorts stay in memory too, so only the connection that serves the writes asks
+   * for it, not the reader threads', whose statements a client's filters shape.
+   */
+  savepointsInMemory?: boolean;
   /** Called with the text of every statement sent through Kysely, BEGIN and COMMIT included (tests count them). */
   onQuery?: (sql: string, durationMs: number) => void;
 }
@@ -231,11 +238,7 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
   handle.pragma("synchronous = NORMAL");
   handle.pragma("foreign_keys = ON");
   handle.pragma("busy_timeout = 5000");
-  // The payments of a shared commit each run in a savepoint (durable.ts), which copies every page it changes
-  // first so it can roll back alone: kept in memory, not in a temporary file past 64 KiB, where each copy was
-  // a write(2), a fifth of a busy writer's time. (Temporary tables and sorts stay in memory too: the
-  // service's reads walk indexes a page at a time.)
-  handle.pragma("temp_store = MEMORY");
+  if (options.savepointsInMemory === true) handle.pragma("temp_store = MEMORY");
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), ...queryLog(options) });
   const walCheckpoints = options.walCheckpoints === true && database.file !== ":memory:" ? walCheckpointer(handle, database.file) : null;
   return {

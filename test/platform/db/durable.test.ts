@@ -7,6 +7,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { openDatabase } from "../../../src/platform/db/database.ts";
 import { createDurableCommitter } from "../../../src/platform/db/durable.ts";
+import { createHarness } from "../../helpers/harness.ts";
 
 describe("SQLite durable commits", () => {
   test("works queued together share one transaction; the one that fails is rolled back alone, the others commit", async () => {
@@ -63,7 +64,7 @@ describe("SQLite durable commits", () => {
     // (The file is unlinked at once, or made with O_TMPFILE: an open descriptor of a deleted file.)
     const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
     const file = path.join(dir, "d.db");
-    const db = openDatabase({ kind: "sqlite", file });
+    const db = openDatabase({ kind: "sqlite", file }, { savepointsInMemory: true }); // as the service opens its own
     const temporaryFiles = () =>
       readdirSync("/proc/self/fd").filter((fd) => {
         try {
@@ -91,6 +92,15 @@ describe("SQLite durable commits", () => {
     } finally {
       await db.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the service's writing connection is opened so (temp_store = MEMORY)", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      assert.equal(h.services.db.sqlite!.pragma("temp_store", { simple: true }), 2);
+    } finally {
+      await h.close();
     }
   });
 });
