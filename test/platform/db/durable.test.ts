@@ -103,4 +103,43 @@ describe("SQLite durable commits", () => {
       await h.close();
     }
   });
+
+  test("payments that finish while a commit is being synced join one commit after it, each answered after its sync", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
+    const file = path.join(dir, "d.db");
+    const statements: string[] = [];
+    const db = openDatabase({ kind: "sqlite", file }, { onQuery: (s) => statements.push(s) });
+    try {
+      await db.migrate();
+      const syncs: (() => void)[] = [];
+      const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file }, { syncLog: () => new Promise<void>((resolve) => syncs.push(resolve)) });
+      const turn = () => new Promise((r) => setImmediate(r));
+      const store = (id: string) => committer.run((tx) => tx.insertInto("stores").values({ id, name: id, created_at: 1 }).execute());
+      const answered = new Set<string>();
+      const pay = (id: string) => store(id).then(() => answered.add(id));
+      statements.length = 0;
+      const first = pay("st_a");
+      while (syncs.length === 0) await turn(); // st_a is committed, its sync held
+      // Three payments finish one by one, each in a turn of its own, while that sync runs.
+      const later = [];
+      for (const id of ["st_b", "st_c", "st_d"]) {
+        later.push(pay(id));
+        await turn();
+        await turn();
+      }
+      assert.equal(statements.filter((s) => s === "begin").length, 1, "nothing else committed during the sync");
+      assert.equal(answered.size, 0, "st_a is not answered before its sync");
+      syncs.shift()!();
+      await first;
+      while (syncs.length === 0) await turn();
+      assert.equal(statements.filter((s) => s === "begin").length, 2, "the three share the next commit");
+      assert.deepEqual([...answered], ["st_a"], "they wait for their own sync");
+      syncs.shift()!();
+      await Promise.all(later);
+      assert.deepEqual([...answered].sort(), ["st_a", "st_b", "st_c", "st_d"]);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
