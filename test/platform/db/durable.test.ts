@@ -5,18 +5,29 @@ import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { openDatabase } from "../../../src/platform/db/database.ts";
+import { type Db, type OpenOptions, openDatabase } from "../../../src/platform/db/database.ts";
 import { createDurableCommitter } from "../../../src/platform/db/durable.ts";
 import { createHarness } from "../../helpers/harness.ts";
 
+/** A migrated SQLite database in a folder of its own for `body`, with the statements sent to it; removed after. */
+async function withDatabase(options: OpenOptions, body: (db: Db, file: string, statements: string[]) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
+  const file = path.join(dir, "d.db");
+  const statements: string[] = [];
+  const db = openDatabase({ kind: "sqlite", file }, { ...options, onQuery: (s) => statements.push(s) });
+  try {
+    await db.migrate();
+    statements.length = 0;
+    await body(db, file, statements);
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("SQLite durable commits", () => {
   test("works queued together share one transaction; the one that fails is rolled back alone, the others commit", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
-    const file = path.join(dir, "d.db");
-    const statements: string[] = [];
-    const db = openDatabase({ kind: "sqlite", file }, { onQuery: (s) => statements.push(s) });
-    try {
-      await db.migrate();
+    await withDatabase({}, async (db, file, statements) => {
       const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file });
       const store = (id: string) => committer.run((tx) => tx.insertInto("stores").values({ id, name: id, created_at: 1 }).execute());
       statements.length = 0;
@@ -34,27 +45,16 @@ describe("SQLite durable commits", () => {
       assert.equal(statements.filter((s) => s === "begin").length, 1, "one transaction for the three");
       assert.equal(statements.filter((s) => s === "commit").length, 1);
       assert.equal(statements.filter((s) => s.startsWith("rollback to")).length, 1);
-    } finally {
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test("a work alone runs in a transaction of its own, without savepoints", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
-    const file = path.join(dir, "d.db");
-    const statements: string[] = [];
-    const db = openDatabase({ kind: "sqlite", file }, { onQuery: (s) => statements.push(s) });
-    try {
-      await db.migrate();
+    await withDatabase({}, async (db, file, statements) => {
       const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file });
       statements.length = 0;
       await committer.run((tx) => tx.insertInto("stores").values({ id: "st_x", name: "x", created_at: 1 }).execute());
       assert.deepEqual(statements.map((s) => s.split(" ")[0]), ["begin", "insert", "commit"]);
-    } finally {
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test("a payment's savepoint keeps the pages it would undo in memory, not in a temporary file", { skip: !existsSync("/proc/self/fd") && "needs /proc/self/fd" }, async () => {
@@ -62,19 +62,16 @@ describe("SQLite durable commits", () => {
     // memory up to 64 KiB, then in a temporary file (deleted once opened), whose every page is a write(2).
     // A payment changes about thirty pages: kept in a file, those writes were a fifth of the busy writer.
     // (The file is unlinked at once, or made with O_TMPFILE: an open descriptor of a deleted file.)
-    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
-    const file = path.join(dir, "d.db");
-    const db = openDatabase({ kind: "sqlite", file }, { savepointsInMemory: true }); // as the service opens its own
-    const temporaryFiles = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return / \(deleted\)$/.test(readlinkSync(`/proc/self/fd/${fd}`));
-        } catch {
-          return false; // closed meanwhile (the directory's own descriptor)
-        }
-      }).length;
-    try {
-      await db.migrate();
+    // Opened as the service opens its writing connection.
+    await withDatabase({ savepointsInMemory: true }, async (db, file) => {
+      const temporaryFiles = () =>
+        readdirSync("/proc/self/fd").filter((fd) => {
+          try {
+            return / \(deleted\)$/.test(readlinkSync(`/proc/self/fd/${fd}`));
+          } catch {
+            return false; // closed meanwhile (the directory's own descriptor)
+          }
+        }).length;
       const big = "x".repeat(3_500); // a store per page
       await db.kysely.insertInto("stores").values(Array.from({ length: 40 }, (_, i) => ({ id: `st_${i}`, name: big, created_at: 1 }))).execute();
       const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file });
@@ -89,10 +86,7 @@ describe("SQLite durable commits", () => {
       ]);
       assert.equal(during - before, 0, "no temporary file open while the savepoint ran");
       assert.equal((await db.kysely.selectFrom("stores").select("name").where("id", "=", "st_7").executeTakeFirstOrThrow()).name, big.toUpperCase());
-    } finally {
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test("the service's writing connection is opened so (temp_store = MEMORY)", async () => {
@@ -105,12 +99,7 @@ describe("SQLite durable commits", () => {
   });
 
   test("payments that finish while a commit is being synced join one commit after it, each answered after its sync", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "storefront-durable-"));
-    const file = path.join(dir, "d.db");
-    const statements: string[] = [];
-    const db = openDatabase({ kind: "sqlite", file }, { onQuery: (s) => statements.push(s) });
-    try {
-      await db.migrate();
+    await withDatabase({}, async (db, file, statements) => {
       const syncs: (() => void)[] = [];
       const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file }, { syncLog: () => new Promise<void>((resolve) => syncs.push(resolve)) });
       const turn = () => new Promise((r) => setImmediate(r));
@@ -137,9 +126,6 @@ describe("SQLite durable commits", () => {
       syncs.shift()!();
       await Promise.all(later);
       assert.deepEqual([...answered].sort(), ["st_a", "st_b", "st_c", "st_d"]);
-    } finally {
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
