@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 
-/** The local PostgreSQL (`BENCH_PG_URL`: another, such as its Unix socket, `postgres://postgres@/test?host=/var/run/postgresql`). */
+/** The local PostgreSQL (`BENCH_PG_URL`: another, such as its Unix socket, `postgres://postgres@localhost/test?host=/var/run/postgresql`). */
 export const PG = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 export interface BenchDatabase {

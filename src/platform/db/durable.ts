@@ -88,6 +88,7 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
   const queue: Queued[] = [];
   let active = false;
   const wal = file === ":memory:" ? null : walFile(`${file}-wal`);
+  const syncTheLog = syncLog ?? (() => (wal === null ? Promise.resolve() : wal.sync()));
 
   /** Runs a group in one transaction; each work's own outcome, or the group's failure for all. */
   async function commitGroup(group: Queued[]): Promise<({ ok: true; value: unknown } | { ok: false; err: unknown })[]> {
@@ -114,8 +115,8 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
     });
   }
 
-  /** The last group's sync of the log, while it runs. */
-  let syncing: Promise<void> | null = null;
+  /** The last group's sync of the log, settled either way. */
+  let synced: Promise<unknown> = Promise.resolve();
 
   async function drain(): Promise<void> {
     while (queue.length > 0) {
@@ -123,7 +124,7 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
       // Committing it during that sync gained nothing (the kernel runs the two syncs of the log one after
       // the other) and made groups of three payments on average, each commit writing its own copy of the
       // pages they share (the tails of the append-only tables, their indexes' right edges).
-      if (syncing !== null) await syncing;
+      await synced;
       const group = queue.splice(0, MAX_GROUP);
       let outcomes: Awaited<ReturnType<typeof commitGroup>>;
       try {
@@ -134,16 +135,9 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
       }
       afterCommit();
       // Answered once the log is on disk.
-      const synced = syncLog !== undefined ? syncLog() : wal === null ? Promise.resolve() : wal.sync();
-      const settled = synced.then(
-        () => {},
-        () => {},
-      );
-      syncing = settled;
-      void settled.then(() => {
-        if (syncing === settled) syncing = null;
-      });
-      synced.then(
+      const sync = syncTheLog();
+      synced = sync.catch(() => {});
+      sync.then(
         () => group.forEach((item, i) => (outcomes[i]!.ok ? item.resolve((outcomes[i] as { value: unknown }).value) : item.reject((outcomes[i] as { err: unknown }).err))),
         (err: unknown) => group.forEach((item) => item.reject(err)),
       );
