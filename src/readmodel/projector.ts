@@ -26,11 +26,14 @@ type Stale = "stale_customer_views" | "stale_invoice_views";
 /**
  * Documents rebuilt per pass at most. A customer's document holds all its invoices (a customer with
  * thousands is a megabyte): a pass takes customers up to PASS_BYTES of their documents as last stored.
- * On SQLite a pass runs on the thread that answers webhooks, statement after statement without a pause,
- * so it takes fewer customers; on PostgreSQL the server does the work and a pass only waits for it.
+ * On SQLite a pass whose build runs on the thread that answers webhooks (no reader thread) runs statement
+ * after statement without a pause there, so it takes fewer customers. Built on a reader thread, only the
+ * writes are on that thread (a small document's is microseconds), and a pass of 25 could not keep up with
+ * payments: each pass left a backlog, so the next ran 5 ms later with its fixed cost (picking the batch,
+ * reading the marks, a transaction), about every four payments. On PostgreSQL the server does the work.
  */
-export function passBatch(views: Views, sqlite: boolean): number {
-  return views === "invoice_views" ? 200 : sqlite ? 25 : 100;
+export function passBatch(views: Views, sqlite: boolean, builtOffThread: boolean): number {
+  return views === "invoice_views" ? 200 : sqlite && !builtOffThread ? 25 : 100;
 }
 /** A document this large is big (its rebuilds are spaced out, see createProjector). */
 const BIG_DOCUMENT_BYTES = 64 * 1024;
@@ -63,10 +66,11 @@ export interface BuiltBatch {
   more: boolean;
 }
 
-/** Which documents a pass takes: those of `views`, except ones whose rebuild is held back (`cooling`). */
+/** Which documents a pass takes: up to `batch` of `views`, except ones whose rebuild is held back (`cooling`). */
 export interface BuildRequest {
   views: Views;
   cooling: string[];
+  batch: number;
 }
 
 /** Builds a batch off this thread (a reader thread's own connection), or null to build it here. */
@@ -111,12 +115,13 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       const build = builder();
       // Nothing stale (a quiet service): no build, and no thread started for one.
       if (build !== null && (await db.selectFrom(STALE_OF[views]).select("pos").limit(1).executeTakeFirst()) === undefined) return { documents: 0, more: false };
-      const built = build === null ? await buildBatch(db, { views, cooling }) : await build({ views, cooling });
+      const request = { views, cooling, batch: passBatch(views, true, build !== null) };
+      const built = build === null ? await buildBatch(db, request) : await build(request);
       remember(new Map(built.bodies));
       await applyBatch(db, built);
       return { documents: built.marks.length, more: built.more };
     }
-    const picked = await pickBatch(db, views, cooling, (id) => big.get(id)?.bytes);
+    const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false, false) }, (id) => big.get(id)?.bytes);
     if (picked.ids.length === 0) return { documents: 0, more: false };
     const { documents, marks } = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
     vacuum?.deleted(views, marks, picked.more);
@@ -187,9 +192,8 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
  * first marked, up to about PASS_BYTES of them (one at least) by their size as remembered (`knownBytes`)
  * or as last stored.
  */
-async function pickBatch(db: Executor, views: Views, cooling: string[], knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean }> {
-  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
-  const batch = passBatch(views, sqlite);
+async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean }> {
+  const { views, cooling, batch } = request;
   let window = db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
   if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
   const candidates = await db
@@ -235,8 +239,8 @@ export async function buildBatch(db: Kysely<Database>, request: BuildRequest): P
 }
 
 async function buildIn(db: Transaction<Database>, request: BuildRequest): Promise<BuiltBatch> {
-  const { views, cooling } = request;
-  const picked = await pickBatch(db, views, cooling, () => undefined);
+  const { views } = request;
+  const picked = await pickBatch(db, request, () => undefined);
   if (picked.ids.length === 0) return { views, bodies: [], marks: [], more: false };
   const rows = await db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).where("doc_id", "in", picked.ids).execute();
   const marks = new Map<string, number[]>(picked.ids.map((id) => [id, []]));

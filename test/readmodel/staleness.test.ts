@@ -123,7 +123,7 @@ describe("the projector and big documents", () => {
 
 for (const dialect of DIALECTS) {
   describe(`a projector pass and the size of documents on ${dialect.name}`, { skip: dialect.skip }, () => {
-    test("a pass rebuilds a batch of small customers at once (100 on PostgreSQL), but big ones only up to about 2 MB by their stored size, in a process that never built them", async () => {
+    test("a pass rebuilds a batch of small customers at once (100 on PostgreSQL, 25 on SQLite built on the writer's thread), but big ones only up to about 2 MB by their stored size, in a process that never built them", async () => {
       const h = await createHarness(dialect.name);
       try {
         const store = await h.store();
@@ -136,7 +136,7 @@ for (const dialect of DIALECTS) {
         for (const c of customers) await buy(c.id);
         assert.equal((await staleCustomers()).length, 40);
         await createProjector(db).runOnce();
-        const batch = passBatch("customer_views", dialect.name === "sqlite");
+        const batch = passBatch("customer_views", dialect.name === "sqlite", false);
         assert.equal((await staleCustomers()).length, Math.max(0, 40 - batch), `${Math.min(40, batch)} of 40 small customers in one pass`);
         await createProjector(db).drain();
 
@@ -191,7 +191,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
       const marks = async () => (await db.selectFrom("stale_invoice_views").select("pos").where("doc_id", "=", id).execute()).map((r) => Number(r.pos));
 
       await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", id).execute();
-      const early = await buildBatch(db, { views: "invoice_views", cooling: [] });
+      const early = await buildBatch(db, { views: "invoice_views", cooling: [], batch: 200 });
       assert.deepEqual(early.marks.map(([doc]) => doc), [id]);
       assert.match(JSON.stringify(early.bodies), /paid/);
 
@@ -228,6 +228,27 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
       await h.services.projector.runOnce();
       assert.ok(built.length > 0, "a change is built on the thread");
     }));
+
+  test("built on a reader thread, a pass takes 100 small customers: a burst of payments for different customers is not cut into passes of 25", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      const built = watchBuilds(h);
+      const store = await h.store();
+      const customers = [];
+      for (let i = 0; i < 60; i++) customers.push(await h.customer(store.id));
+      await h.services.projector.drain();
+      for (const c of customers) await h.checkout(store.id, { customerId: c.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      built.length = 0;
+      await h.services.projector.runOnce();
+      const customerBatch = built.find((b) => b.views === "customer_views");
+      assert.equal(customerBatch?.marks.length, 60, "the 60 changed customers in one pass, built on the thread");
+      assert.equal(customerBatch?.more, false);
+      const left = await h.services.db.kysely.selectFrom("stale_customer_views").select("doc_id").execute();
+      assert.deepEqual(left, []);
+    } finally {
+      await h.close();
+    }
+  });
 
   test("the service's projector builds its batches on a thread of its own, and a built batch is written as built", async () => {
     const h = await createHarness("sqlite");
