@@ -32,8 +32,8 @@ type Stale = "stale_customer_views" | "stale_invoice_views";
  * payments: each pass left a backlog, so the next ran 5 ms later with its fixed cost (picking the batch,
  * reading the marks, a transaction), about every four payments. On PostgreSQL the server does the work.
  */
-export function passBatch(views: Views, sqlite: boolean, builtOffThread: boolean): number {
-  return views === "invoice_views" ? 200 : sqlite && !builtOffThread ? 25 : 100;
+export function passBatch(views: Views, builtOnWritersThread: boolean): number {
+  return views === "invoice_views" ? 200 : builtOnWritersThread ? 25 : 100;
 }
 /** A document this large is big (its rebuilds are spaced out, see createProjector). */
 const BIG_DOCUMENT_BYTES = 64 * 1024;
@@ -115,13 +115,13 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       const build = builder();
       // Nothing stale (a quiet service): no build, and no thread started for one.
       if (build !== null && (await db.selectFrom(STALE_OF[views]).select("pos").limit(1).executeTakeFirst()) === undefined) return { documents: 0, more: false };
-      const request = { views, cooling, batch: passBatch(views, true, build !== null) };
+      const request = { views, cooling, batch: passBatch(views, build === null) };
       const built = build === null ? await buildBatch(db, request) : await build(request);
       remember(new Map(built.bodies));
       await applyBatch(db, built);
       return { documents: built.marks.length, more: built.more };
     }
-    const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false, false) }, (id) => big.get(id)?.bytes);
+    const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.get(id)?.bytes);
     if (picked.ids.length === 0) return { documents: 0, more: false };
     const { documents, marks } = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
     vacuum?.deleted(views, marks, picked.more);

@@ -136,7 +136,8 @@ for (const dialect of DIALECTS) {
         for (const c of customers) await buy(c.id);
         assert.equal((await staleCustomers()).length, 40);
         await createProjector(db).runOnce();
-        const batch = passBatch("customer_views", dialect.name === "sqlite", false);
+        // A projector without a reader thread: on SQLite it builds on the writer's thread.
+        const batch = passBatch("customer_views", dialect.name === "sqlite");
         assert.equal((await staleCustomers()).length, Math.max(0, 40 - batch), `${Math.min(40, batch)} of 40 small customers in one pass`);
         await createProjector(db).drain();
 
