@@ -4,7 +4,7 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { Dialect } from "../platform/db/database.ts";
-import { newId } from "../lib/ids.ts";
+import { newTimedId } from "../lib/ids.ts";
 import type { SendResult } from "./endpoint-target.ts";
 
 /** Answers recorded together: the record is not on the way to the receiver, so this costs no latency. */
@@ -101,7 +101,7 @@ async function writeSuccesses({ db, now }: AttemptRecorderDeps, items: Success[]
       .insertInto("event_attempts")
       .values(
         items.map((i) => ({
-          id: newId("att"),
+          id: newTimedId("att"),
           store_id: i.task.store_id,
           delivery_id: i.task.id,
           event_id: i.task.event_id,
@@ -145,7 +145,7 @@ async function writeFailure(deps: AttemptRecorderDeps, task: AttemptedTask, resu
     await tx
       .insertInto("event_attempts")
       .values({
-        id: newId("att"),
+        id: newTimedId("att"),
         store_id: task.store_id,
         delivery_id: task.id,
         event_id: task.event_id,

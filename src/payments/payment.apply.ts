@@ -29,7 +29,7 @@ import { readPaymentSnapshot } from "../invoices/invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEventRow, queued } from "../events/events.repository.ts";
 import type { EventType } from "../events/events.types.ts";
-import { newId } from "../lib/ids.ts";
+import { newTimedId } from "../lib/ids.ts";
 import { DELIVERY_COLUMNS, type DeliveryRecord, type DeliveryRow, deliveryInsert, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -125,7 +125,7 @@ interface WriteValues {
 
 /** What the plan writes; the event is claimed unless the transition does not apply. */
 function writeValues(p: PaymentToApply, plan: TransitionPlan, record: DeliveryRow | null): WriteValues {
-  const eventId = newId("evt");
+  const eventId = newTimedId("evt");
   return {
     claim: plan.result.kind === "invalid" ? null : { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: plan.at },
     change: plan.change === null ? null : { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at },

@@ -13,7 +13,7 @@ import type { DurableCommitter } from "../platform/db/durable.ts";
 import type { Database } from "../platform/db/schema.ts";
 import { AppError, type ErrorCode, errorBody } from "../errors.ts";
 import type { InvoicesRepository } from "../readmodel/invoice-documents.ts";
-import { newId } from "../lib/ids.ts";
+import { newTimedId } from "../lib/ids.ts";
 import type { PluginsService, RunnablePlugin } from "../plugins/plugins.service.ts";
 import type { FetchRecord, LogLine, Sandbox } from "../sandbox/index.ts";
 import type { DeliveriesRepository, DeliveryOutcome } from "./deliveries.repository.ts";
@@ -247,7 +247,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   }
 
   async function handle(input: WebhookInput): Promise<WebhookAnswer> {
-    const d: DeliveryContext = { id: newId("dlv"), input, receivedAt: now(), startedAt: performance.now() };
+    const d: DeliveryContext = { id: newTimedId("dlv"), input, receivedAt: now(), startedAt: performance.now() };
     const loaded = await load(d);
     if ("answer" in loaded) return loaded.answer;
     const { plugin } = loaded;

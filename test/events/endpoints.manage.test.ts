@@ -30,6 +30,27 @@ for (const { name: dialect, skip } of DIALECTS) {
       await h.close();
     });
 
+    test("an event's deliveries get ids that sort by the event's time: edl_, 12 hexadecimal characters of its milliseconds, 16 random", async () => {
+      const ep = await addEndpoint();
+      const customer = await h.customer(store.id);
+      for (let i = 0; i < 3; i++) {
+        const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+        h.clock.advance(1_000);
+        expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/invoices/${invoice.id}/cancel`, {}), 200);
+      }
+      // Each invoice's creation and cancellation, a second apart: six events, one delivery each.
+      const rows = await h.services.db.kysely.selectFrom("event_deliveries").select(["id", "created_at"]).where("endpoint_id", "=", ep.id).orderBy("id").execute();
+      assert.equal(rows.length, 6);
+      for (const r of rows) {
+        assert.match(r.id, /^edl_[0-9a-f]{28}$/);
+        assert.equal(parseInt(r.id.slice(4, 16), 16), Number(r.created_at), "the time part is the event's");
+      }
+      const times = rows.map((r) => Number(r.created_at));
+      assert.deepEqual(times, [...times].sort((a, b) => a - b), "in id order as in time order");
+      assert.equal(new Set(rows.map((r) => r.id.slice(16))).size, 6, "the random parts differ");
+      await h.app.inject({ method: "PATCH", url: path(ep.id), headers: { authorization: "Bearer test-admin-token-0123456789" }, payload: { enabled: false } });
+    });
+
     test("reveal shows the signing secret, and during a rotation the previous one that still signs", async () => {
       const ep = await addEndpoint();
       const shown = await h.admin("GET", path(ep.id, "/secret"));
