@@ -7,6 +7,7 @@
 // its own that holds the store's counter row; the feed reads numbered events only. So a reader who has
 // seen number N can never later find a smaller one behind it, and no payment holds a per-store lock
 // across its commit (docs/decisions/0004-event-feed-order.md).
+import { randomBytes } from "node:crypto";
 import { type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { Database, EventsTable } from "../platform/db/schema.ts";
 import { newTimedId } from "../lib/ids.ts";
@@ -46,7 +47,7 @@ export async function queueDeliveries(
   const endpoints = (await q.execute()).filter((e) => manual.anyType === true || e.types === "" || e.types.split(" ").includes(event.type));
   if (endpoints.length === 0) return [];
   const rows = endpoints.map((e) => ({
-    id: newTimedId("edl", at),
+    id: eventDeliveryId(at),
     store_id: event.storeId,
     event_id: event.id,
     endpoint_id: e.id,
@@ -63,6 +64,11 @@ export async function queueDeliveries(
   return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
 }
 
+/** An event delivery's id as the fan-out makes it (fanOutInsert), for one queued here. */
+function eventDeliveryId(at: number): string {
+  return `edl_${Math.floor(at).toString(16).padStart(12, "0")}${randomBytes(8).toString("hex")}`;
+}
+
 /**
  * A new event's deliveries, one per enabled endpoint of the store that wants its type, in one statement
  * (the endpoints are not read first), returning their endpoints. Their ids are made by the database:
@@ -76,7 +82,7 @@ export function fanOutInsert(tx: Executor, event: { id: string; storeId: string;
   const int = (v: number) => sql<number>`cast(${v} as bigint)`;
   const timedId = sqlite
     ? sql<string>`'edl_' || printf('%012x', ${int(at)}) || lower(hex(randomblob(8)))`
-    : sql<string>`'edl_' || lpad(to_hex(${int(at)}), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 12) || substr(replace(gen_random_uuid()::text, '-', ''), 1, 4)`;
+    : sql<string>`'edl_' || lpad(to_hex(${int(at)}), 12, '0') || substr(md5(gen_random_uuid()::text), 1, 16)`;
   // Types are a space-separated list ("" = all). A substring test, not LIKE: SQLite prepares a statement
   // again on every run when a LIKE pattern is a parameter (13 µs against 1.4 µs here). Every value is a
   // parameter of its own (the statement is also compiled once, with placeholders: payment.apply.ts).

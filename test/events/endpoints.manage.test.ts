@@ -39,7 +39,7 @@ for (const { name: dialect, skip } of DIALECTS) {
         expectStatus(await h.admin("POST", `/api/admin/stores/${store.id}/invoices/${invoice.id}/cancel`, {}), 200);
       }
       // Each invoice's creation and cancellation, a second apart: six events, one delivery each.
-      const rows = await h.services.db.kysely.selectFrom("event_deliveries").select(["id", "created_at"]).where("endpoint_id", "=", ep.id).orderBy("id").execute();
+      const rows = await h.services.db.kysely.selectFrom("event_deliveries").select(["id", "created_at", "event_id"]).where("endpoint_id", "=", ep.id).orderBy("id").execute();
       assert.equal(rows.length, 6);
       for (const r of rows) {
         assert.match(r.id, /^edl_[0-9a-f]{28}$/);
@@ -48,7 +48,15 @@ for (const { name: dialect, skip } of DIALECTS) {
       const times = rows.map((r) => Number(r.created_at));
       assert.deepEqual(times, [...times].sort((a, b) => a - b), "in id order as in time order");
       assert.equal(new Set(rows.map((r) => r.id.slice(16))).size, 6, "the random parts differ");
-      await h.app.inject({ method: "PATCH", url: path(ep.id), headers: { authorization: "Bearer test-admin-token-0123456789" }, payload: { enabled: false } });
+      // One queued by hand (a resend to an endpoint added since) has the same shape, with the time it was queued.
+      const second = await addEndpoint();
+      const resent = await h.admin("POST", `/api/admin/stores/${store.id}/events/${rows[0]!.event_id}/resend`, { endpointId: second.id });
+      expectStatus(resent, 202);
+      const queued = resent.json<{ deliveries: { id: string }[] }>().deliveries;
+      assert.equal(queued.length, 1);
+      assert.match(queued[0]!.id, /^edl_[0-9a-f]{28}$/);
+      assert.equal(parseInt(queued[0]!.id.slice(4, 16), 16), h.clock.now());
+      for (const id of [ep.id, second.id]) await h.app.inject({ method: "PATCH", url: path(id), headers: { authorization: "Bearer test-admin-token-0123456789" }, payload: { enabled: false } });
     });
 
     test("reveal shows the signing secret, and during a rotation the previous one that still signs", async () => {
