@@ -4,7 +4,7 @@ import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import { AppError } from "../errors.ts";
 import { appendEvent } from "../events/events.repository.ts";
-import { newId } from "../lib/ids.ts";
+import { newId, newTimedId } from "../lib/ids.ts";
 import { usdToCents } from "../lib/money.ts";
 import type { CheckoutBody, Invoice } from "../schemas/invoices.schemas.ts";
 import { type InvoicesRepository, toInvoice } from "../readmodel/invoice-documents.ts";
@@ -67,8 +67,10 @@ export function createInvoicesService(db: Kysely<Database>, invoices: InvoicesRe
     async checkout(storeId, input) {
       const customer = await requireCustomer(storeId, input.customerId);
       const { items, totalCents } = pricedItems(input);
-      const id = newId("inv");
       const createdAt = now();
+      // Sorted by time: an invoice is paid soon after its checkout, so the payments' entries keyed by invoice
+      // (log lines, deliveries, events) land in the recent end of their indexes (src/lib/ids.ts, newTimedId).
+      const id = newTimedId("inv", createdAt);
       return db.transaction().execute(async (tx) => {
         const sessionId = await checkoutSession(tx, storeId, input, createdAt);
         await insertInvoice(tx, {

@@ -51,6 +51,20 @@ for (const dialect of DIALECTS) {
     const post = (storeId: string, invoiceId: string, action: "cancel" | "refund", body?: Json) =>
       h.admin("POST", `/api/admin/stores/${storeId}/invoices/${invoiceId}/${action}`, body);
 
+    test("a checkout's invoice id has the usual shape and sorts by the checkout's time", async () => {
+      const store = await h.store();
+      const customer = await h.customer(store.id);
+      const ids: string[] = [];
+      const start = h.clock.now();
+      for (let i = 0; i < 5; i++) {
+        ids.push((await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] })).id);
+        h.clock.advance(1);
+      }
+      h.clock.set(start);
+      for (const id of ids) assert.match(id, /^inv_[0-9a-hjkmnp-tv-z]{20}$/);
+      assert.deepEqual([...ids].sort(), ids, "a later checkout's id sorts after");
+    });
+
     test("cancel: a pending invoice becomes cancelled, logged with the merchant's reason; a second cancel answers 409 and writes nothing", async () => {
       const { store, invoice } = await paymentSetup(h);
       const r = await post(store.id, invoice.id, "cancel", { reason: "customer changed their mind" });
