@@ -8,6 +8,7 @@
 // arrive together share a commit: the queued works run one after the other in one transaction, each in a
 // savepoint of its own (a work that fails is rolled back alone), then one commit and one sync answer them
 // all. The next group commits when that sync is done: the payments that finish during it join that group.
+// Between two works of a group the event loop takes a turn, so a long group does not stall the others.
 //
 // PostgreSQL: a commit is durable unless the server says otherwise (synchronous_commit); read once, and
 // only when it is off do these transactions ask for it (SET LOCAL). Concurrent commits already share the
@@ -73,6 +74,15 @@ function postgresCommitter(db: Kysely<Database>): DurableCommitter {
   };
 }
 
+/**
+ * Lets the event loop take a turn. better-sqlite3's statements are synchronous, so a group's works run back to
+ * back would hold the thread that answers webhooks for the whole group (tens of milliseconds for thirty
+ * payments on a busy machine): deliveries arriving meanwhile went unread and the sandbox's finished runs
+ * unheard, then came all at once. Between two works of a group the loop takes its turn; the transaction stays
+ * open (this connection is the only writer, and Kysely's other users of it wait for the commit as before).
+ */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** A work's savepoint in a shared commit (compiled once: the group runs three of them per work). */
 const SAVEPOINT = CompiledQuery.raw("savepoint payment");
 const ROLLBACK_TO = CompiledQuery.raw("rollback to payment");
@@ -101,7 +111,8 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
     }
     return db.transaction().execute(async (tx) => {
       const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
-      for (const item of group) {
+      for (const [i, item] of group.entries()) {
+        if (i > 0) await nextTurn();
         await tx.executeQuery(SAVEPOINT);
         try {
           outcomes.push({ ok: true, value: await item.work(tx) });

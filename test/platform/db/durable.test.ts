@@ -48,6 +48,29 @@ describe("SQLite durable commits", () => {
     });
   });
 
+  test("a shared commit lets the event loop turn between its payments, so arrivals are heard during a long group", async () => {
+    // The group's statements are synchronous (better-sqlite3): run back to back, a group of 30 payments held
+    // the thread that answers webhooks for its whole length (tens of milliseconds), and the deliveries that
+    // arrived meanwhile, and the sandbox's finished runs, waited for all of it.
+    await withDatabase({}, async (db, file, statements) => {
+      const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file });
+      const heard: boolean[] = [];
+      let arrived = false;
+      statements.length = 0;
+      await Promise.all(
+        ["st_a", "st_b", "st_c"].map((id, i) =>
+          committer.run(async (tx) => {
+            if (i === 0) setImmediate(() => (arrived = true)); // something that arrives while the group runs
+            heard.push(arrived);
+            await tx.insertInto("stores").values({ id, name: id, created_at: 1 }).execute();
+          }),
+        ),
+      );
+      assert.deepEqual(heard, [false, true, true], "the loop turned between the first payment and the second");
+      assert.equal(statements.filter((s) => s === "begin").length, 1, "still one transaction for the three");
+    });
+  });
+
   test("a work alone runs in a transaction of its own, without savepoints", async () => {
     await withDatabase({}, async (db, file, statements) => {
       const committer = createDurableCommitter(db.kysely, { kind: "sqlite", file });
