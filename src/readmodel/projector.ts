@@ -37,8 +37,15 @@ export function passBatch(views: Views, builtOnWritersThread: boolean): number {
 }
 /** A document this large is big (its rebuilds are spaced out, see createProjector). */
 const BIG_DOCUMENT_BYTES = 64 * 1024;
-/** A big document waits its size divided by this (bytes per millisecond) before it is rebuilt again. */
+/** A big document waits its size divided by this (bytes per millisecond) before it is rebuilt again, */
 const BYTES_PER_COOLDOWN_MS = 400;
+/**
+ * ... and at least this many times as long as its last build took (its share of its pass's build time, by
+ * size): a big document's rebuilds take at most about 1/150 of a thread, on a slow or busy machine too, ...
+ */
+const REBUILD_TIME_MULTIPLE = 150;
+/** ... up to this long: however slow its build, a big document is not left stale longer for it. */
+const REBUILD_TIME_COOLDOWN_MAX_MS = 10_000;
 /** Bytes of big documents one pass rebuilds at most (one document at least). */
 const PASS_BYTES = 2 * 1024 * 1024;
 const MAX_BIG_REMEMBERED = 10_000;
@@ -47,6 +54,13 @@ export const VACUUM_AFTER_MARKS = 1_000;
 /** PostgreSQL: while a backlog of marks remains, a marks table is vacuumed at most this often. */
 const VACUUM_DURING_BACKLOG_MS = 10_000;
 const STALE_OF: Record<Views, Stale> = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" };
+
+/** A big document as last rebuilt here: its size, when, and its share of that pass's build time. */
+interface BigDocument {
+  bytes: number;
+  at: number;
+  buildMs: number;
+}
 
 export interface ProjectorBacklog {
   /** Changes waiting to be applied (a document changed several times counts each). */
@@ -89,18 +103,23 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
 
   /**
    * Documents of a megabyte (a customer with thousands of invoices) are rebuilt at most once per their size in
-   * kilobytes / 0.4 ms (3 s for 1.2 MB) and a pass takes ~2 MB of them at most: a burst of that customer's
-   * payments is folded into a rebuild every few seconds (the lists assemble it meanwhile), and no pass holds
+   * kilobytes / 0.4 ms (3 s for 1.2 MB), and at most once per 150 times their last build's time, up to 10 s
+   * (3 s for a 20 ms build; on a machine that builds it in 50 ms, 7.5 s), and a pass takes ~2 MB of them at most: a
+   * burst of that customer's payments is folded into a rebuild every few seconds (the lists assemble it
+   * meanwhile), their rebuilds keep to a small share of the machine however fast it is, and no pass holds
    * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
    */
-  const big = new Map<string, { bytes: number; at: number }>();
+  const big = new Map<string, BigDocument>();
   const vacuum = sqlite ? null : vacuumAfterDeletes(db, now);
-  const coolingUntil = (b: { bytes: number; at: number }) => b.at + b.bytes / BYTES_PER_COOLDOWN_MS;
+  const coolingUntil = (b: BigDocument) => b.at + Math.max(b.bytes / BYTES_PER_COOLDOWN_MS, Math.min(b.buildMs * REBUILD_TIME_MULTIPLE, REBUILD_TIME_COOLDOWN_MAX_MS));
 
-  function remember(bodies: Map<string, string>): void {
+  /** The documents a pass built in `buildMs` (reading their sources, assembling, serializing). */
+  function remember(bodies: Map<string, string>, buildMs: number): void {
     const at = now();
+    let total = 0;
+    for (const body of bodies.values()) total += body.length;
     for (const [id, body] of bodies) {
-      if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at });
+      if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at, buildMs: (buildMs * body.length) / total });
       else big.delete(id);
     }
     for (const [id, b] of big) if (big.size > MAX_BIG_REMEMBERED || coolingUntil(b) < at - 60_000) big.delete(id);
@@ -116,8 +135,9 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       // Nothing stale (a quiet service): no build, and no thread started for one.
       if (build !== null && (await db.selectFrom(STALE_OF[views]).select("pos").limit(1).executeTakeFirst()) === undefined) return { documents: 0, more: false };
       const request = { views, cooling, batch: passBatch(views, build === null) };
+      const started = now();
       const built = build === null ? await buildBatch(db, request) : await build(request);
-      remember(new Map(built.bodies));
+      remember(new Map(built.bodies), now() - started);
       await applyBatch(db, built);
       return { documents: built.marks.length, more: built.more };
     }
@@ -148,8 +168,9 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   }
 
   async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
+    const started = now();
     const bodies = await bodiesOf(tx, views, ids);
-    remember(bodies);
+    remember(bodies, now() - started);
     return bodies;
   }
 

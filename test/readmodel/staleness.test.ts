@@ -119,6 +119,46 @@ describe("the projector and big documents", () => {
       await h.close();
     }
   });
+
+  test("a big document whose rebuild took long waits in proportion to that time, up to 10 s, not only to its size: a slow or busy machine rebuilds it less often", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      let t = 1_000_000;
+      const db = h.services.db.kysely;
+      // Building customers takes 100 ms of the projector's clock: a slow machine, or a busy reader thread.
+      let buildMs = 100;
+      const slowBuild: BatchBuilder = async (request) => {
+        if (request.views === "customer_views") t += buildMs;
+        return buildBatch(db, request);
+      };
+      const projector = createProjector(db, () => t, () => slowBuild);
+      const store = await h.store();
+      const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      const bigOne = await h.customer(store.id);
+      for (let i = 0; i < 300; i++) await buy(bigOne.id);
+      await projector.drain();
+      const stale = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).length > 0;
+      const bytes = Number((await db.selectFrom("customer_views").select(sql<number>`length(body)`.as("n")).where("id", "=", bigOne.id).executeTakeFirstOrThrow()).n);
+      assert.ok(bytes >= 64 * 1024 && bytes < 400 * 1000, `a big document whose size alone waits under a second (${bytes} bytes)`);
+      await buy(bigOne.id);
+      t += 2_000; // past what its size alone asks (under a second)
+      await projector.runOnce();
+      assert.equal(await stale(), true, "two seconds after a 100 ms rebuild it still waits");
+      t += 14_000; // 150 times the rebuild's 100 ms have passed
+      buildMs = 1_000; // this rebuild takes a second: 150 times that would be minutes
+      await projector.runOnce();
+      assert.equal(await stale(), false, "rebuilt once 150 times its rebuild's time have passed");
+      await buy(bigOne.id);
+      t += 9_000;
+      await projector.runOnce();
+      assert.equal(await stale(), true, "nine seconds after a rebuild of a second it still waits");
+      t += 1_001;
+      await projector.runOnce();
+      assert.equal(await stale(), false, "but not past 10 s");
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 for (const dialect of DIALECTS) {
