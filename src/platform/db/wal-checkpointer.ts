@@ -17,12 +17,11 @@ const DEFAULT_AUTOCHECKPOINT = 1_000;
  * grows by a few thousand pages a second and is restarted once the thread has copied it and no reader still
  * reads from it, so it reaches about 10,000 pages between restarts: a backstop there made the main connection
  * run a checkpoint inside a payment's commit every few seconds (thousands of page copies and a sync of the
- * database file on the thread that answers webhooks), and each was a pause for every request in flight: the
- * payments' p99 was 1.7 times as high as with the backstop here (bench/README.md, eleventh pass).
+ * database file on the thread that answers webhooks), and each was a pause for every request in flight
+ * (bench/README.md, eleventh pass). The log file is left its size (journal_size_limit's cut, an ftruncate
+ * on this thread, paused it 20-130 ms each time).
  */
-export const BACKSTOP_AUTOCHECKPOINT = 100_000;
-/** A log that grew past this many bytes is cut back to it when it restarts (SQLite's journal_size_limit). */
-export const LOG_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+const BACKSTOP_AUTOCHECKPOINT = 100_000;
 
 export interface WalCheckpointerOptions {
   /** How often the thread checkpoints. */
@@ -73,8 +72,6 @@ export function walCheckpointer(handle: SQLite.Database, file: string, options: 
   const autocheckpoint = (pages: number) => {
     if (handle.open) handle.pragma(`wal_autocheckpoint = ${pages}`);
   };
-  // With the far backstop the log can grow large while readers hold it; it does not stay that large on disk.
-  handle.pragma(`journal_size_limit = ${LOG_SIZE_LIMIT_BYTES}`);
 
   return {
     wake() {
