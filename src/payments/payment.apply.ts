@@ -9,18 +9,19 @@
 //
 // On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds),
 // each built and compiled once (compiled-once.ts): building a statement cost more than running it.
-// On PostgreSQL each statement is a round trip with its own executor start: they go as one statement (data-
-// modifying WITH clauses, the compare-and-set made conditional on the claim; built once per shape), which
-// commits on its own when commits are durable by default: a payment is the read and the writes, two round
-// trips, no transaction left open between them (durable.ts, runAtomic). A claim or compare-and-set lost to
-// another delivery meanwhile makes that statement fail as a whole (storefront_payment_raced(), migration
-// 0024), so nothing of it stays. Either way a lost claim or compare-and-set throws RetryPayment: the caller
-// (its transaction rolled back, if there is one) runs the payment again, whose read then sees the event
-// applied (a duplicate) or the invoice's new status.
+// On PostgreSQL each statement is a round trip, and each costs the server far more than its rows: the writes
+// go as one statement (data-modifying WITH clauses over arrays, payment.write-postgres.ts), which commits on
+// its own when commits are durable by default, and the payments whose writes are ready together share it:
+// a payment is the read and its share of one write statement, no transaction left open between them
+// (durable.ts, runAtomic). A claim or compare-and-set lost to another delivery meanwhile makes that
+// statement fail as a whole (storefront_payment_raced(), migration 0024), so nothing of it stays; a group
+// is then written again one payment at a time. Either way a lost claim or compare-and-set throws
+// RetryPayment: the caller (its transaction rolled back, if there is one) runs the payment again, whose
+// read then sees the event applied (a duplicate) or the invoice's new status.
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
-import { type Compilable, type Insertable, type Kysely, type QueryCreator, SqliteAdapter, type Transaction, sql } from "kysely";
+import { type Compilable, type Insertable, type Kysely, SqliteAdapter, type Transaction } from "kysely";
 import type { AppliedEventsTable, Database } from "../platform/db/schema.ts";
 import { compiledOnce, type CompiledOnce, type Param, paramAt, paramRow } from "../platform/db/compiled-once.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
@@ -30,7 +31,8 @@ import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEventRow, queued } from "../events/events.repository.ts";
 import type { EventType } from "../events/events.types.ts";
 import { newTimedId } from "../lib/ids.ts";
-import { DELIVERY_COLUMNS, type DeliveryRecord, type DeliveryRow, deliveryInsert, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
+import { type DeliveryRecord, type DeliveryRow, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
+import { type PaymentWriter, postgresPaymentWriter, writeTogether } from "./payment.write-postgres.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -81,13 +83,13 @@ export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => n
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
   const recorded = record?.(plan.result);
   const values = writeValues(p, plan, recorded === undefined ? null : deliveryRow(recorded));
-  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeAsOneStatement(tx, values);
+  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeOnPostgres(tx, values);
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
   return plan.result;
 }
 
-interface Written {
+export interface Written {
   /** False when the claim was taken by another delivery of the event meanwhile. */
   claimed: boolean;
   /** False when the compare-and-set found the status moved. */
@@ -114,7 +116,7 @@ interface FanOut {
 }
 
 /** A payment's writes as the values its statements bind; a part left null (or no lines) is not written. */
-interface WriteValues {
+export interface WriteValues {
   claim: ClaimRow | null;
   change: Change | null;
   lines: LogRow[];
@@ -136,7 +138,7 @@ function writeValues(p: PaymentToApply, plan: TransitionPlan, record: DeliveryRo
   };
 }
 
-// Each write, built with placeholders (compiled-once.ts): run alone on SQLite, as a WITH clause on PostgreSQL.
+// SQLite: each write, built with placeholders (compiled-once.ts), run alone in the group's transaction.
 const claimQuery = (db: Executor, param: Param<ClaimRow>) =>
   db.insertInto("applied_events").values(paramRow(param, { store_id: true, plugin_name: true, event_key: true, delivery_id: true, invoice_id: true, created_at: true })).onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
 const changeQuery = (db: Executor, param: Param<Change>) =>
@@ -146,7 +148,7 @@ const linesQuery = (db: Executor, count: number, param: Param<LogRow[]>) =>
 const eventQuery = (db: Executor, param: Param<NewEventRow>) => eventInsert(db, paramRow(param, NEW_EVENT_COLUMNS));
 const fanOutQuery = (db: Executor, param: Param<FanOut>) => fanOutInsert(db, { id: param((f) => f.id), storeId: param((f) => f.storeId), type: param((f) => f.type) }, param((f) => f.at));
 
-/** Statements of one shape kept at most per kind: the log lines' number (a plugin's log() calls) varies. */
+/** SQLite: statements of one shape kept at most per kind: the log lines' number (a plugin's log() calls) varies. */
 const SHAPES_MAX = 16;
 
 /** SQLite's statements of a payment, each built once (the log lines once per number of lines). */
@@ -181,49 +183,16 @@ async function writeOneByOne(tx: Executor, v: WriteValues): Promise<Written> {
   return { claimed: true, changed: true, endpoints };
 }
 
-/** PostgreSQL's one write statement, built once per shape (which parts it writes, how many log lines). */
-const postgresShapes = new Map<string | number, CompiledOnce<WriteValues, { applied: number; endpoints: string[] }>>();
+/** Each database's payment writer: payments ready together share a statement (payment.write-postgres.ts). */
+const writers = new WeakMap<Kysely<Database>, PaymentWriter>();
 
-/** SQLSTATE of storefront_payment_raced(): the claim or the compare-and-set was lost, nothing written. */
-const PAYMENT_RACED = "SFR01";
-
-/**
- * The same writes as one PostgreSQL statement. Every WITH clause runs, whatever the others did; the
- * compare-and-set runs only when the claim was taken; and when either did not happen the statement fails
- * (storefront_payment_raced()), which undoes all of it, on its own or in a transaction.
- */
-async function writeAsOneStatement(tx: Executor, v: WriteValues): Promise<Written> {
-  const has = (part: unknown) => (part === null ? 0 : 1);
-  const shape = `${has(v.claim)}${has(v.change)}${has(v.event)}${has(v.record)}:${v.lines.length}`;
-  const statement = ofShape(postgresShapes, shape, "payment writes", (db, param) => {
-    // Kysely's WITH takes any query; the clauses are chained on an untyped builder (their names are not tables).
-    let q = db as unknown as QueryCreator<Record<string, Record<string, unknown>>>;
-    const clause = (name: string, query: { toOperationNode(): unknown }) => {
-      q = q.with(name, () => query as never) as unknown as typeof q;
-    };
-    if (v.claim !== null) clause("claim", claimQuery(db, paramAt(param, (w) => w.claim!)).returning("event_key"));
-    if (v.change !== null) {
-      const cas = changeQuery(db, paramAt(param, (w) => w.change!));
-      clause("cas", (v.claim !== null ? cas.where(sql<boolean>`exists (select 1 from claim)`) : cas).returning("id"));
-    }
-    if (v.lines.length > 0) clause("lines", linesQuery(db, v.lines.length, paramAt(param, (w) => w.lines)));
-    if (v.event !== null) clause("event", eventQuery(db, paramAt(param, (w) => w.event!)));
-    if (v.fanOut !== null) clause("fan_out", fanOutQuery(db, paramAt(param, (w) => w.fanOut!)));
-    if (v.record !== null) clause("record", deliveryInsert(db, paramRow(paramAt(param, (w) => w.record!), DELIVERY_COLUMNS)));
-    // The compare-and-set runs only after a claim, so its row says both; without it, the claim's.
-    const done = v.change !== null ? sql`exists (select 1 from cas)` : v.claim !== null ? sql`exists (select 1 from claim)` : sql`true`;
-    return q.selectNoFrom([
-      sql<number>`case when ${done} then 1 else storefront_payment_raced() end`.as("applied"),
-      (v.fanOut !== null ? sql<string[]>`(select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out)` : sql<string[]>`'[]'::json`).as("endpoints"),
-    ]) as unknown as Compilable<{ applied: number; endpoints: string[] }>;
-  });
-  try {
-    const row = (await statement(tx, v)).rows[0]!;
-    return { claimed: true, changed: true, endpoints: row.endpoints };
-  } catch (err) {
-    if ((err as { code?: unknown }).code === PAYMENT_RACED) return { claimed: false, changed: false, endpoints: [] };
-    throw err;
-  }
+/** PostgreSQL: in the caller's transaction alone; otherwise with the payments ready beside it, committed together. */
+function writeOnPostgres(tx: Executor, v: WriteValues): Promise<Written> {
+  if (tx.isTransaction) return writeTogether(tx, [v]);
+  const db = tx as Kysely<Database>;
+  let writer = writers.get(db);
+  if (writer === undefined) writers.set(db, (writer = postgresPaymentWriter(db)));
+  return writer.write(v);
 }
 
 /** Whether the event was applied in this store before (asked when its invoice is not there). */

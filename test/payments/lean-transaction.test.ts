@@ -165,7 +165,7 @@ describe("PostgreSQL: payments of one customer do not wait on each other", { ski
       // Its write statement waits on the held claim; then the other delivery commits.
       for (let waited = 0; ; waited++) {
         // Asked on a connection of its own: a transaction sees one snapshot of pg_stat_activity.
-        const r = await h.services.db.pgPool!.query("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with \"claim\"%'");
+        const r = await h.services.db.pgPool!.query("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with claim as%'");
         if (r.rows.length > 0) break;
         assert.ok(waited < 400, "the payment's write statement never waited on the held claim");
         await new Promise((res) => setTimeout(res, 5));

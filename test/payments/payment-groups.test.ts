@@ -1,0 +1,114 @@
+// PostgreSQL: payments whose writes are ready while another payment's statement runs share the next
+// statement (and its commit); one of them that lost its claim or its invoice's status meanwhile is run
+// again alone, and the others of its group are applied all the same.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
+import type pg from "pg";
+import { type Applied, applyPayment, RetryPayment } from "../../src/payments/payment.apply.ts";
+import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { installPlugin, SIGNED_PLUGIN } from "../helpers/webhook.ts";
+
+const postgres = DIALECTS.find((d) => d.name === "postgres")!;
+
+describe("payments written together on PostgreSQL", { skip: postgres.skip }, () => {
+  let h: Harness;
+  let statements: string[] = [];
+  before(async () => {
+    h = await createHarness("postgres", {}, { onQuery: (text) => statements.push(text) });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  async function storeWithInvoices(count: number) {
+    const store = await h.store();
+    await installPlugin(h, store.id, "pay", SIGNED_PLUGIN);
+    const customer = await h.customer(store.id);
+    const invoices: string[] = [];
+    for (let i = 0; i < count; i++) invoices.push((await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] })).id);
+    return { storeId: store.id, invoices };
+  }
+
+  const pay = (storeId: string, invoiceId: string): Promise<Applied | unknown> =>
+    applyPayment(h.services.db.kysely, { storeId, pluginName: "pay", pluginVersion: 1, deliveryId: `dlv_${invoiceId}`, invoiceId, action: "pushInvoice", eventKey: `id:evt_${invoiceId}`, runLines: [{ log: `ran for ${invoiceId}`, type: "info" }] }, Date.now).catch((err: unknown) => err);
+
+  const writes = () => statements.filter((s) => s.startsWith("with claim as"));
+  const reads = () => statements.filter((s) => s.startsWith("select") && s.includes('from "invoices"'));
+
+  async function until(what: string, ready: () => boolean | Promise<boolean>): Promise<void> {
+    for (let waited = 0; !(await ready()); waited++) {
+      assert.ok(waited < 400, `never: ${what}`);
+      await new Promise((res) => setTimeout(res, 5));
+    }
+  }
+  /** Whether a payment's write statement waits on a lock held by the test (asked on a connection of its own). */
+  const writeWaits = async () => (await h.services.db.pgPool!.query("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with claim as%'")).rows.length > 0;
+
+  async function holding(queries: [string, unknown[]][]): Promise<pg.PoolClient> {
+    const client = await h.services.db.pgPool!.connect();
+    await client.query("begin");
+    for (const [text, values] of queries) await client.query(text, values);
+    return client;
+  }
+
+  async function state(invoiceId: string): Promise<{ status: string; lines: number }> {
+    const db = h.services.db.kysely;
+    const status = (await db.selectFrom("invoices").select("status").where("id", "=", invoiceId).executeTakeFirstOrThrow()).status;
+    const lines = Number((await sql<{ n: string }>`select count(*) as n from invoice_logs where invoice_id = ${invoiceId} and log = ${`ran for ${invoiceId}`}`.execute(db)).rows[0]!.n);
+    return { status, lines };
+  }
+
+  test("the payments ready while one payment's statement runs are written by the next statement, all of them applied", async () => {
+    const { storeId, invoices } = await storeWithInvoices(6);
+    const [first, ...rest] = invoices as [string, ...string[]];
+    // The first payment's statement waits on its invoice's row, held by the test.
+    const lock = await holding([["select 1 from invoices where id = $1 for update", [first]]]);
+    statements = [];
+    const firstPaid = pay(storeId, first);
+    await until("the first payment's statement waits", writeWaits);
+    const readsBefore = reads().length;
+    const restPaid = rest.map((id) => pay(storeId, id));
+    await until("the other payments read their invoices", () => reads().length === readsBefore + rest.length);
+    await new Promise((res) => setImmediate(res));
+    await lock.query("commit");
+    lock.release();
+    const outcomes = await Promise.all([firstPaid, ...restPaid]);
+    assert.deepEqual(
+      outcomes.map((o) => (o as Applied).kind),
+      invoices.map(() => "changed"),
+    );
+    assert.equal(writes().length, 2, `one statement for the first, one for the five ready meanwhile:\n${writes().join("\n---\n")}`);
+    for (const id of invoices) assert.deepEqual(await state(id), { status: "completed", lines: 1 }, `${id} is applied with its line`);
+  });
+
+  test("a payment of a group whose claim was taken meanwhile is run again alone, and the others of the group are applied", async () => {
+    const { storeId, invoices } = await storeWithInvoices(4);
+    const [first, b, raced, d] = invoices as [string, string, string, string];
+    const lock = await holding([["select 1 from invoices where id = $1 for update", [first]]]);
+    // Another delivery of `raced`'s event holds its claim, not yet committed.
+    const claim = await holding([["insert into applied_events (store_id, plugin_name, event_key, delivery_id, invoice_id, created_at) values ($1, 'pay', $2, 'dlv_other', $3, 0)", [storeId, `id:evt_${raced}`, raced]]]);
+    statements = [];
+    const firstPaid = pay(storeId, first);
+    await until("the first payment's statement waits", writeWaits);
+    const readsBefore = reads().length;
+    const grouped = [b, raced, d].map((id) => pay(storeId, id));
+    await until("the group's payments read their invoices", () => reads().length === readsBefore + 3);
+    await new Promise((res) => setImmediate(res));
+    await lock.query("commit");
+    lock.release();
+    assert.equal(((await firstPaid) as Applied).kind, "changed");
+    // The group's statement now waits on the held claim; the other delivery commits it.
+    await until("the group's statement waits on the claim", writeWaits);
+    await claim.query("commit");
+    claim.release();
+    const [paidB, paidRaced, paidD] = await Promise.all(grouped);
+    assert.equal((paidB as Applied).kind, "changed");
+    assert.equal((paidD as Applied).kind, "changed");
+    assert.ok(paidRaced instanceof RetryPayment, "the raced payment is to be run again (its read then finds the event applied)");
+    assert.deepEqual(await state(b), { status: "completed", lines: 1 });
+    assert.deepEqual(await state(d), { status: "completed", lines: 1 });
+    assert.deepEqual(await state(raced), { status: "pending", lines: 0 }, "nothing of the raced payment stayed");
+    assert.equal(writes().length, 5, "the first, the group's, then each of the group alone");
+  });
+});
