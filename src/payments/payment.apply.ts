@@ -32,7 +32,7 @@ import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEven
 import type { EventType } from "../events/events.types.ts";
 import { newTimedId } from "../lib/ids.ts";
 import { type DeliveryRecord, type DeliveryRow, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
-import { type PaymentWriter, postgresPaymentWriter, writeTogether } from "./payment.write-postgres.ts";
+import { type PaymentWriter, writeTogether } from "./payment.write-postgres.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -70,9 +70,10 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
 
 /**
  * Applies the payment and writes `record`'s row for it (when given): in the caller's transaction, or on
- * PostgreSQL with its writes as one statement that commits on its own (`tx` the database).
+ * PostgreSQL with its writes as one statement that commits on its own (`tx` the database), sent by
+ * `writer` (shared with the payments ready beside it) when there is one.
  */
-export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf): Promise<Applied> {
+export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf, writer?: PaymentWriter): Promise<Applied> {
   const snapshot = await readPaymentSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
   const done = async (applied: Applied) => {
     if (record !== undefined) await insertDelivery(tx, deliveryRow(record(applied)));
@@ -83,7 +84,7 @@ export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => n
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
   const recorded = record?.(plan.result);
   const values = writeValues(p, plan, recorded === undefined ? null : deliveryRow(recorded));
-  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeOnPostgres(tx, values);
+  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeOnPostgres(tx, values, writer);
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
   return plan.result;
@@ -183,16 +184,9 @@ async function writeOneByOne(tx: Executor, v: WriteValues): Promise<Written> {
   return { claimed: true, changed: true, endpoints };
 }
 
-/** Each database's payment writer: payments ready together share a statement (payment.write-postgres.ts). */
-const writers = new WeakMap<Kysely<Database>, PaymentWriter>();
-
-/** PostgreSQL: in the caller's transaction alone; otherwise with the payments ready beside it, committed together. */
-function writeOnPostgres(tx: Executor, v: WriteValues): Promise<Written> {
-  if (tx.isTransaction) return writeTogether(tx, [v]);
-  const db = tx as Kysely<Database>;
-  let writer = writers.get(db);
-  if (writer === undefined) writers.set(db, (writer = postgresPaymentWriter(db)));
-  return writer.write(v);
+/** PostgreSQL: in the caller's transaction alone; otherwise by `writer`, with the payments ready beside it. */
+function writeOnPostgres(tx: Executor, v: WriteValues, writer: PaymentWriter | undefined): Promise<Written> {
+  return tx.isTransaction || writer === undefined ? writeTogether(tx, [v]) : writer.write(v);
 }
 
 /** Whether the event was applied in this store before (asked when its invoice is not there). */

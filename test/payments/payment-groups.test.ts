@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import type pg from "pg";
 import { type Applied, applyPayment, RetryPayment } from "../../src/payments/payment.apply.ts";
+import { type PaymentWriter, postgresPaymentWriter } from "../../src/payments/payment.write-postgres.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 import { installPlugin, SIGNED_PLUGIN } from "../helpers/webhook.ts";
 
@@ -14,8 +15,10 @@ const postgres = DIALECTS.find((d) => d.name === "postgres")!;
 describe("payments written together on PostgreSQL", { skip: postgres.skip }, () => {
   let h: Harness;
   let statements: string[] = [];
+  let writer: PaymentWriter;
   before(async () => {
     h = await createHarness("postgres", {}, { onQuery: (text) => statements.push(text) });
+    writer = postgresPaymentWriter(h.services.db.kysely);
   });
   after(async () => {
     await h?.close();
@@ -31,7 +34,7 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
   }
 
   const pay = (storeId: string, invoiceId: string): Promise<Applied | unknown> =>
-    applyPayment(h.services.db.kysely, { storeId, pluginName: "pay", pluginVersion: 1, deliveryId: `dlv_${invoiceId}`, invoiceId, action: "pushInvoice", eventKey: `id:evt_${invoiceId}`, runLines: [{ log: `ran for ${invoiceId}`, type: "info" }] }, Date.now).catch((err: unknown) => err);
+    applyPayment(h.services.db.kysely, { storeId, pluginName: "pay", pluginVersion: 1, deliveryId: `dlv_${invoiceId}`, invoiceId, action: "pushInvoice", eventKey: `id:evt_${invoiceId}`, runLines: [{ log: `ran for ${invoiceId}`, type: "info" }] }, Date.now, undefined, writer).catch((err: unknown) => err);
 
   const writes = () => statements.filter((s) => s.startsWith("with claim as"));
   const reads = () => statements.filter((s) => s.startsWith("select") && s.includes('from "invoices"'));
