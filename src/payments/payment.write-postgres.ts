@@ -11,8 +11,9 @@
 //
 // All or nothing: every claim must be taken and every compare-and-set must change its invoice, or
 // storefront_payment_raced() fails the statement and nothing of it stays (migration 0024). One payment
-// that raced (or any other failure) must not take the others with it: the group is then written again one
-// payment per statement, and each hears its own outcome.
+// that raced (or that the server refused for any other reason) must not take the others with it: the group
+// is then written again one payment per statement, and each hears its own outcome. A broken connection
+// leaves the statement's commit unknown: the whole group hears that error, as a payment alone would.
 import { CompiledQuery, type Kysely, type Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { DeliveryRow } from "./deliveries.repository.ts";
@@ -27,6 +28,8 @@ const MAX_IN_FLIGHT = 1;
 
 /** SQLSTATE of storefront_payment_raced(): a claim or a compare-and-set was lost, nothing written. */
 const PAYMENT_RACED = "SFR01";
+/** An error the server sent about the statement (five characters), not the socket's (ECONNRESET, …). */
+const isSqlState = (code: unknown) => typeof code === "string" && /^[0-9A-Z]{5}$/.test(code);
 
 /** The delivery record's columns with their PostgreSQL types (every column of DeliveryRow). */
 const RECORD_TYPES: Record<keyof DeliveryRow, string> = {
@@ -153,7 +156,13 @@ export function postgresPaymentWriter(db: Kysely<Database>): PaymentWriter {
   let inFlight = 0;
   let scheduled = false;
 
-  /** A group's statement; when it fails, each of its payments alone, with its own outcome. */
+  /**
+   * A group's statement; when the server refused it (a lost claim or compare-and-set, or any error it names
+   * with a SQLSTATE: nothing of the statement stayed), each of its payments alone, with its own outcome.
+   * When the connection failed instead, whether the statement committed is unknown: every payment of the
+   * group hears that error, as one payment alone would (the webhook answers 503, the provider retries, and
+   * the retry finds the event applied or not).
+   */
   async function send(group: Waiting[]): Promise<void> {
     if (group.length > 1) {
       try {
@@ -165,8 +174,11 @@ export function postgresPaymentWriter(db: Kysely<Database>): PaymentWriter {
           for (const w of group) w.resolve(written);
           return;
         }
-      } catch {
-        // One payment's fault (or the connection's): each is written alone below and hears its own.
+      } catch (err) {
+        if (!isSqlState((err as { code?: unknown }).code)) {
+          for (const w of group) w.reject(err);
+          return;
+        }
       }
     }
     await Promise.all(

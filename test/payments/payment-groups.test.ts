@@ -115,3 +115,30 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     assert.equal(writes().length, 5, "the first, the group's, then each of the group alone");
   });
 });
+
+describe("payments written together, when the connection fails", () => {
+  test("a group whose statement met a broken connection is not written again: each of its payments hears the error", async () => {
+    // A server that accepts the connection and closes it at once: the statement's fate is unknown to the client.
+    const { createServer } = await import("node:net");
+    let attempts = 0;
+    const server = createServer((socket) => {
+      attempts++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const { Kysely, PostgresDialect } = await import("kysely");
+    const { default: pg } = await import("pg");
+    const db = new Kysely<never>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: `postgres://x@127.0.0.1:${port}/x`, max: 1 }) }) });
+    try {
+      const writer = postgresPaymentWriter(db as never);
+      const values = (n: number) => ({ claim: null, change: null, lines: [], event: null, fanOut: null, record: { id: `dlv_${n}` } as never });
+      const outcomes = await Promise.all([1, 2, 3].map((n) => writer.write(values(n)).then(() => "written", (err: unknown) => err)));
+      for (const outcome of outcomes) assert.ok(outcome instanceof Error && !/^[0-9A-Z]{5}$/.test(String((outcome as { code?: unknown }).code)), `the connection's error: ${String(outcome)}`);
+      assert.equal(attempts, 1, "one connection for the group's statement, none for its payments alone after it");
+    } finally {
+      await db.destroy();
+      server.close();
+    }
+  });
+});
