@@ -21,18 +21,18 @@
 //
 // Only decisions in effect are remembered: a 404 or 409 may apply once the merchant fixes things, so it
 // takes no claim.
-import { type Compilable, type Insertable, type Kysely, SqliteAdapter, type Transaction } from "kysely";
-import type { AppliedEventsTable, Database } from "../platform/db/schema.ts";
+import { type Compilable, type Kysely, SqliteAdapter, type Transaction } from "kysely";
+import type { Database } from "../platform/db/schema.ts";
 import { compiledOnce, type CompiledOnce, type Param, paramAt, paramRow } from "../platform/db/compiled-once.ts";
 import type { PluginAction } from "../invoices/invoice-state.ts";
 import { compareAndSet, linesInsert, planTransition, type TransitionLogLine, type TransitionPlan, type TransitionResult } from "../invoices/invoice-transitions.ts";
 import { readPaymentSnapshot } from "../invoices/invoices.repository.ts";
 import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEventRow, queued } from "../events/events.repository.ts";
-import type { EventType } from "../events/events.types.ts";
 import { newTimedId } from "../lib/ids.ts";
 import { type DeliveryRecord, type DeliveryRow, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
 import { type PaymentWriter, writeTogether } from "./payment.write-postgres.ts";
+import type { Change, ClaimRow, FanOut, LogRow, WriteValues, Written } from "./payment.writes.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -90,48 +90,12 @@ export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => n
   return plan.result;
 }
 
-export interface Written {
-  /** False when the claim was taken by another delivery of the event meanwhile. */
-  claimed: boolean;
-  /** False when the compare-and-set found the status moved. */
-  changed: boolean;
-  /** The endpoints the event's deliveries were queued for. */
-  endpoints: string[];
-}
-
-/** The event's claim: its key, taken by the delivery that applies it. */
-type ClaimRow = Insertable<AppliedEventsTable>;
-type LogRow = TransitionPlan["lines"][number];
-interface Change {
-  storeId: string;
-  invoiceId: string;
-  from: InvoiceStatus;
-  to: InvoiceStatus;
-  at: number;
-}
-interface FanOut {
-  id: string;
-  storeId: string;
-  type: EventType;
-  at: number;
-}
-
-/** A payment's writes as the values its statements bind; a part left null (or no lines) is not written. */
-export interface WriteValues {
-  claim: ClaimRow | null;
-  change: Change | null;
-  lines: LogRow[];
-  event: NewEventRow | null;
-  fanOut: FanOut | null;
-  record: DeliveryRow | null;
-}
-
 /** What the plan writes; the event is claimed unless the transition does not apply. */
 function writeValues(p: PaymentToApply, plan: TransitionPlan, record: DeliveryRow | null): WriteValues {
   const eventId = newTimedId("evt");
   return {
     claim: plan.result.kind === "invalid" ? null : { store_id: p.storeId, plugin_name: p.pluginName, event_key: p.eventKey, delivery_id: p.deliveryId, invoice_id: p.invoiceId, created_at: plan.at },
-    change: plan.change === null ? null : { storeId: p.storeId, invoiceId: p.invoiceId, ...plan.change, at: plan.at },
+    change: plan.change === null ? null : { store_id: p.storeId, invoice_id: p.invoiceId, status_from: plan.change.from, status_to: plan.change.to, at: plan.at },
     lines: plan.lines,
     event: plan.event === null ? null : newEventRow(eventId, plan.event),
     fanOut: plan.event === null ? null : { id: eventId, storeId: p.storeId, type: plan.event.type, at: plan.at },
@@ -143,7 +107,7 @@ function writeValues(p: PaymentToApply, plan: TransitionPlan, record: DeliveryRo
 const claimQuery = (db: Executor, param: Param<ClaimRow>) =>
   db.insertInto("applied_events").values(paramRow(param, { store_id: true, plugin_name: true, event_key: true, delivery_id: true, invoice_id: true, created_at: true })).onConflict((oc) => oc.columns(["store_id", "plugin_name", "event_key"]).doNothing());
 const changeQuery = (db: Executor, param: Param<Change>) =>
-  compareAndSet(db, { storeId: param((c) => c.storeId), invoiceId: param((c) => c.invoiceId) }, { change: { from: param((c) => c.from), to: param((c) => c.to) }, at: param((c) => c.at) });
+  compareAndSet(db, { storeId: param((c) => c.store_id), invoiceId: param((c) => c.invoice_id) }, { change: { from: param((c) => c.status_from), to: param((c) => c.status_to) }, at: param((c) => c.at) });
 const linesQuery = (db: Executor, count: number, param: Param<LogRow[]>) =>
   linesInsert(db, { lines: Array.from({ length: count }, (_, i) => paramRow(paramAt(param, (lines) => lines[i]!), { invoice_id: true, log: true, type: true, created_at: true })) });
 const eventQuery = (db: Executor, param: Param<NewEventRow>) => eventInsert(db, paramRow(param, NEW_EVENT_COLUMNS));

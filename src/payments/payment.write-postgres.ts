@@ -17,7 +17,8 @@
 import { CompiledQuery, type Kysely, type Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { DeliveryRow } from "./deliveries.repository.ts";
-import type { WriteValues, Written } from "./payment.apply.ts";
+import type { Change, ClaimRow, LogRow, WriteValues, Written } from "./payment.writes.ts";
+import type { NewEventRow } from "../events/events.repository.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -31,56 +32,63 @@ const PAYMENT_RACED = "SFR01";
 /** An error the server sent about the statement (five characters), not the socket's (ECONNRESET, …). */
 const isSqlState = (code: unknown) => typeof code === "string" && /^[0-9A-Z]{5}$/.test(code);
 
-/** The delivery record's columns with their PostgreSQL types (every column of DeliveryRow). */
-const RECORD_TYPES: Record<keyof DeliveryRow, string> = {
-  id: "text",
-  store_id: "text",
-  plugin_name: "text",
-  plugin_version: "int",
-  replay_of: "text",
-  method: "text",
-  headers: "text",
-  query: "text",
-  body: "bytea",
-  body_bytes: "bigint",
-  outcome: "text",
-  result: "text",
-  error: "text",
-  logs: "text",
-  fetches: "text",
-  invoice_id: "text",
-  transition: "text",
-  duration_ms: "float8",
-  response_status: "int",
-  response_body: "text",
-  event_id: "text",
-  event_type: "text",
-  created_at: "bigint",
-};
-const RECORD_COLUMNS = Object.keys(RECORD_TYPES) as (keyof DeliveryRow)[];
-
-/** One array parameter per column of each part, in this order. */
-const PARTS = {
-  claim: ["store_id text", "plugin_name text", "event_key text", "delivery_id text", "invoice_id text", "created_at bigint"],
-  change: ["store_id text", "id text", "status_from text", "status_to text", "at bigint"],
-  lines: ["invoice_id text", "log text", "type text", "created_at bigint"],
-  event: ["id text", "store_id text", "type text", "data text", "invoice_id text", "created_at bigint"],
-  record: RECORD_COLUMNS.map((c) => `${c} ${RECORD_TYPES[c]}`),
-} as const;
-type Part = keyof typeof PARTS;
-
-/** `$n::type[], …` for a part, and the part's column names. */
-function arrays(part: Part): { params: string; names: string } {
-  const first = (Object.keys(PARTS) as Part[]).slice(0, (Object.keys(PARTS) as Part[]).indexOf(part)).reduce((n, p) => n + PARTS[p].length, 1);
-  const columns = PARTS[part].map((c) => c.split(" ") as [string, string]);
-  return { params: columns.map(([, type], i) => `$${first + i}::${type}[]`).join(", "), names: columns.map(([name]) => name).join(", ") };
+/** A part of the writes: its rows in a group, and each column's PostgreSQL type (every column of the row). */
+interface Part<R> {
+  rows(v: WriteValues): R[];
+  types: Record<keyof R & string, string>;
 }
+const part = <R>(rows: (v: WriteValues) => R | R[] | null, types: Record<keyof R & string, string>): Part<R> => ({
+  rows: (v) => {
+    const r = rows(v);
+    return r === null ? [] : Array.isArray(r) ? r : [r];
+  },
+  types,
+});
 
-const claim = arrays("claim");
-const change = arrays("change");
-const lines = arrays("lines");
-const event = arrays("event");
-const record = arrays("record");
+/** The parts, in the order of their parameters: one array parameter per column. */
+const PARTS = [
+  part<ClaimRow>((v) => v.claim, { store_id: "text", plugin_name: "text", event_key: "text", delivery_id: "text", invoice_id: "text", created_at: "bigint" }),
+  part<Change>((v) => v.change, { store_id: "text", invoice_id: "text", status_from: "text", status_to: "text", at: "bigint" }),
+  part<LogRow>((v) => v.lines, { invoice_id: "text", log: "text", type: "text", created_at: "bigint" }),
+  part<NewEventRow>((v) => v.event, { id: "text", store_id: "text", type: "text", data: "text", invoice_id: "text", created_at: "bigint" }),
+  part<DeliveryRow>((v) => v.record, {
+    id: "text",
+    store_id: "text",
+    plugin_name: "text",
+    plugin_version: "int",
+    replay_of: "text",
+    method: "text",
+    headers: "text",
+    query: "text",
+    body: "bytea",
+    body_bytes: "bigint",
+    outcome: "text",
+    result: "text",
+    error: "text",
+    logs: "text",
+    fetches: "text",
+    invoice_id: "text",
+    transition: "text",
+    duration_ms: "float8",
+    response_status: "int",
+    response_body: "text",
+    event_id: "text",
+    event_type: "text",
+    created_at: "bigint",
+  }),
+] as Part<Record<string, unknown>>[];
+
+/** A part's column names and its `$n::type[]` parameters (the first of them alone, for its length). */
+interface Columns {
+  names: string;
+  params: string;
+  first: string;
+}
+let next = 1;
+const [claim, change, lines, event, record] = PARTS.map((p): Columns => {
+  const params = Object.values(p.types).map((type) => `$${next++}::${type}[]`);
+  return { names: Object.keys(p.types).join(", "), params: params.join(", "), first: params[0]! };
+}) as [Columns, Columns, Columns, Columns, Columns];
 
 /**
  * The statement. Every WITH clause runs; the lines keep their order (ordinality: the invoice's log is read in
@@ -92,7 +100,7 @@ const WRITE_SQL = `with claim as (
   on conflict (store_id, plugin_name, event_key) do nothing returning 1
 ), cas as (
   update invoices i set status = c.status_to, updated_at = c.at from unnest(${change.params}) as c(${change.names})
-  where i.id = c.id and i.store_id = c.store_id and i.status = c.status_from returning 1
+  where i.id = c.invoice_id and i.store_id = c.store_id and i.status = c.status_from returning 1
 ), lines as (
   insert into invoice_logs (${lines.names})
   select ${lines.names} from unnest(${lines.params}) with ordinality as l(${lines.names}, n) order by n
@@ -108,25 +116,16 @@ const WRITE_SQL = `with claim as (
 ), record as (
   insert into deliveries (${record.names}) select * from unnest(${record.params})
 )
-select case when (select count(*) from claim) = cardinality(${claim.params.split(", ")[0]})
-  and (select count(*) from cas) = cardinality(${change.params.split(", ")[0]}) then 1 else storefront_payment_raced() end as applied,
+select case when (select count(*) from claim) = cardinality(${claim.first})
+  and (select count(*) from cas) = cardinality(${change.first}) then 1 else storefront_payment_raced() end as applied,
   (select coalesce(json_agg(endpoint_id), '[]'::json) from fan_out) as endpoints`;
 
-/** The statement's parameters for a group: each part's columns, one element per payment (per line). */
+/** The statement's parameters for a group: each part's columns, one element per row of the part. */
 function parameters(group: readonly WriteValues[]): unknown[][] {
-  const column = <R>(rows: R[], pick: (r: R) => unknown) => rows.map(pick);
-  const claims = group.flatMap((v) => (v.claim === null ? [] : [v.claim]));
-  const changes = group.flatMap((v) => (v.change === null ? [] : [v.change]));
-  const logLines = group.flatMap((v) => v.lines);
-  const events = group.flatMap((v) => (v.event === null ? [] : [v.event]));
-  const records = group.flatMap((v) => (v.record === null ? [] : [v.record]));
-  return [
-    ...(["store_id", "plugin_name", "event_key", "delivery_id", "invoice_id", "created_at"] as const).map((c) => column(claims, (r) => r[c])),
-    ...(["storeId", "invoiceId", "from", "to", "at"] as const).map((c) => column(changes, (r) => r[c])),
-    ...(["invoice_id", "log", "type", "created_at"] as const).map((c) => column(logLines, (r) => r[c])),
-    ...(["id", "store_id", "type", "data", "invoice_id", "created_at"] as const).map((c) => column(events, (r) => r[c])),
-    ...RECORD_COLUMNS.map((c) => column(records, (r) => r[c])),
-  ];
+  return PARTS.flatMap((p) => {
+    const rows = group.flatMap(p.rows);
+    return Object.keys(p.types).map((column) => rows.map((r) => r[column]));
+  });
 }
 
 /** Writes a group's payments in one statement (in `db`'s own commit, or in the caller's transaction). */
