@@ -26,7 +26,7 @@ import { createPluginsService, type PluginsService, type RunnablePlugin } from "
 import { createSecretBox, resolveSecretsKey } from "./platform/crypto/secret-box.ts";
 import { assertSecretsKeyOpensStoredSecrets } from "./platform/crypto/secrets-key.service.ts";
 import { createWebhookService, type WebhookService } from "./payments/webhook.service.ts";
-import { postgresPaymentWriter } from "./payments/payment.write-postgres.ts";
+import { postgresPaymentStatements } from "./payments/payment.postgres.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import { createKeyCache, KEY_CHANGES_CHANNEL, PLUGIN_CHANGES_CHANNEL } from "./stores/key-cache.ts";
 import { createChangeWatch } from "./platform/db/change-watch.ts";
@@ -170,8 +170,8 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const webhooks = createWebhookService({
     db: db.kysely,
     committer,
-    // PostgreSQL: the writes of payments ready together go as one statement (payment.write-postgres.ts).
-    ...(db.dialect === "postgres" ? { paymentWriter: postgresPaymentWriter(db.kysely) } : {}),
+    // PostgreSQL: the reads, and the writes, of payments ready together go as one statement (payment.postgres.ts).
+    ...(db.dialect === "postgres" ? { paymentStatements: postgresPaymentStatements(db.kysely) } : {}),
     onCommitted: committed,
     plugins,
     invoices: invoicesRepo,

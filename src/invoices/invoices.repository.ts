@@ -2,7 +2,7 @@
 // created on) as statements: checkout's reads and writes, and the snapshot a status change starts from.
 // Statements of a transaction take the caller's transaction. The API's reads of invoices are the read
 // model's (src/readmodel/invoice-documents.ts).
-import { type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
+import { CompiledQuery, type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { CustomerSessionsTable, Database, InvoiceFieldsTable, InvoiceItemsTable, InvoiceLogsTable, InvoicesTable } from "../platform/db/schema.ts";
 import type { InvoiceRow } from "../readmodel/invoice-documents.ts";
 import { compiledOnce } from "../platform/db/compiled-once.ts";
@@ -100,19 +100,50 @@ export async function readPaymentSnapshot(db: Executor, storeId: string, invoice
   return rows[0] === undefined ? null : toSnapshot(rows[0]);
 }
 
+/** A payment's invoice and event, for the reads made together (readPaymentSnapshots). */
+export interface PaymentKey extends EventKey {
+  storeId: string;
+  invoiceId: string;
+}
+
+/** The arrays of an invoice's children, as JSON arrays of arrays in their order, for the invoice `i`. */
+const CHILDREN = [
+  { table: "invoice_fields", columns: "key, value, type", order: "position", as: "fields_json" },
+  { table: "invoice_items", columns: "product_variant_id, quantity, price_cents, coupon_id", order: "position", as: "items_json" },
+  { table: "invoice_logs", columns: "log, type, created_at", order: "id", as: "logs_json" },
+] as const;
+const childArray = (sqlite: boolean, c: (typeof CHILDREN)[number]) =>
+  sqlite
+    ? `(select json_group_array(json_array(${c.columns}) order by ${c.order}) from ${c.table} where invoice_id = i.id)`
+    : `(select coalesce(json_agg(json_build_array(${c.columns}) order by ${c.order}), '[]'::json) from ${c.table} where invoice_id = i.id)`;
+
+/**
+ * PostgreSQL: the payment snapshots of several payments in one statement (each key an element of the
+ * arrays; one text whatever their number, prepared once per connection). A key whose invoice is not that
+ * store's has no row.
+ */
+const PAYMENT_SNAPSHOTS_SQL = `select k.n, ${INVOICE_COLUMNS.map((c) => `i.${c}`).join(", ")},
+  ${CHILDREN.map((c) => `${childArray(false, c)} as ${c.as}`).join(",\n  ")},
+  exists (select 1 from applied_events a where a.store_id = i.store_id and a.plugin_name = k.plugin_name and a.event_key = k.event_key) as seen
+from unnest($1::text[], $2::text[], $3::text[], $4::text[]) with ordinality as k(store_id, invoice_id, plugin_name, event_key, n)
+join invoices i on i.id = k.invoice_id and i.store_id = k.store_id`;
+
+/** PostgreSQL: readPaymentSnapshot for each key, in one statement; in the keys' order, null where there is no such invoice. */
+export async function readPaymentSnapshots(db: Executor, keys: readonly PaymentKey[]): Promise<(InvoiceSnapshot | null)[]> {
+  const params = [keys.map((k) => k.storeId), keys.map((k) => k.invoiceId), keys.map((k) => k.pluginName), keys.map((k) => k.eventKey)];
+  const { rows } = await db.executeQuery<SnapshotRow & { n: string | number }>(CompiledQuery.raw(PAYMENT_SNAPSHOTS_SQL, params));
+  const snapshots: (InvoiceSnapshot | null)[] = keys.map(() => null);
+  for (const { n, ...row } of rows) snapshots[Number(n) - 1] = toSnapshot(row);
+  return snapshots;
+}
+
 function snapshotQuery(db: Executor, storeId: string, invoiceId: string, applied: EventKey | undefined) {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
-  const rows = (table: string, columns: string, order: string) =>
-    sqlite
-      ? sql<unknown>`(select json_group_array(json_array(${sql.raw(columns)}) order by ${sql.raw(order)}) from ${sql.table(table)} where invoice_id = i.id)`
-      : sql<unknown>`(select coalesce(json_agg(json_build_array(${sql.raw(columns)}) order by ${sql.raw(order)}), '[]'::json) from ${sql.table(table)} where invoice_id = i.id)`;
   return db
     .selectFrom("invoices as i")
     .select(INVOICE_COLUMNS.map((c) => `i.${c}` as const))
     .select([
-      rows("invoice_fields", "key, value, type", "position").as("fields_json"),
-      rows("invoice_items", "product_variant_id, quantity, price_cents, coupon_id", "position").as("items_json"),
-      rows("invoice_logs", "log, type, created_at", "id").as("logs_json"),
+      ...CHILDREN.map((c) => sql<unknown>`${sql.raw(childArray(sqlite, c))}`.as(c.as)),
       (applied === undefined
         ? sql<boolean>`false`
         : sql<boolean>`exists (select 1 from applied_events a where a.store_id = i.store_id and a.plugin_name = ${applied.pluginName} and a.event_key = ${applied.eventKey})`

@@ -10,9 +10,10 @@
 // On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds),
 // each built and compiled once (compiled-once.ts): building a statement cost more than running it.
 // On PostgreSQL each statement is a round trip, and each costs the server far more than its rows: the writes
-// go as one statement (data-modifying WITH clauses over arrays, payment.write-postgres.ts), which commits on
-// its own when commits are durable by default, and the payments whose writes are ready together share it:
-// a payment is the read and its share of one write statement, no transaction left open between them
+// go as one statement (data-modifying WITH clauses over arrays, payment.postgres.ts), which commits on
+// its own when commits are durable by default, and the payments whose writes are ready together share it,
+// as those whose reads are share a read: a payment is its shares of a read and of a write statement, no
+// transaction left open between them
 // (durable.ts, runAtomic). A claim or compare-and-set lost to another delivery meanwhile makes that
 // statement fail as a whole (storefront_payment_raced(), migration 0024), so nothing of it stays; a group
 // is then written again one payment at a time. Either way a lost claim or compare-and-set throws
@@ -31,7 +32,7 @@ import type { InvoiceStatus } from "../schemas/invoices.schemas.ts";
 import { eventInsert, fanOutInsert, NEW_EVENT_COLUMNS, type NewEventRow, newEventRow, queued } from "../events/events.repository.ts";
 import { newTimedId } from "../lib/ids.ts";
 import { type DeliveryRecord, type DeliveryRow, deliveryRow, insertDelivery } from "./deliveries.repository.ts";
-import { type PaymentWriter, writeTogether } from "./payment.write-postgres.ts";
+import { type PaymentStatements, writeTogether } from "./payment.postgres.ts";
 import type { Change, ClaimRow, FanOut, LogRow, WriteValues, Written } from "./payment.writes.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -70,11 +71,13 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
 
 /**
  * Applies the payment and writes `record`'s row for it (when given): in the caller's transaction, or on
- * PostgreSQL with its writes as one statement that commits on its own (`tx` the database), sent by
- * `writer` (shared with the payments ready beside it) when there is one.
+ * PostgreSQL with its writes as one statement that commits on its own (`tx` the database); there, with
+ * `grouped`, its read and its writes each share a statement with those of the payments ready beside it.
  */
-export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf, writer?: PaymentWriter): Promise<Applied> {
-  const snapshot = await readPaymentSnapshot(tx, p.storeId, p.invoiceId, { pluginName: p.pluginName, eventKey: p.eventKey });
+export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf, grouped?: PaymentStatements): Promise<Applied> {
+  const key = { storeId: p.storeId, invoiceId: p.invoiceId, pluginName: p.pluginName, eventKey: p.eventKey };
+  const together = tx.isTransaction ? undefined : grouped;
+  const snapshot = together === undefined ? await readPaymentSnapshot(tx, key.storeId, key.invoiceId, key) : await together.read(key);
   const done = async (applied: Applied) => {
     if (record !== undefined) await insertDelivery(tx, deliveryRow(record(applied)));
     return applied;
@@ -84,7 +87,7 @@ export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => n
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
   const recorded = record?.(plan.result);
   const values = writeValues(p, plan, recorded === undefined ? null : deliveryRow(recorded));
-  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await writeOnPostgres(tx, values, writer);
+  const written = tx.getExecutor().adapter instanceof SqliteAdapter ? await writeOneByOne(tx, values) : await (together === undefined ? writeTogether(tx, [values]) : together.write(values));
   if (!written.claimed || !written.changed) throw new RetryPayment();
   queued(written.endpoints);
   return plan.result;
@@ -146,11 +149,6 @@ async function writeOneByOne(tx: Executor, v: WriteValues): Promise<Written> {
   const endpoints = v.fanOut === null ? [] : (await sqliteOnce.fanOut(tx, v.fanOut)).rows.map((r) => r.endpoint_id);
   if (v.record !== null) await insertDelivery(tx, v.record);
   return { claimed: true, changed: true, endpoints };
-}
-
-/** PostgreSQL: in the caller's transaction alone; otherwise by `writer`, with the payments ready beside it. */
-function writeOnPostgres(tx: Executor, v: WriteValues, writer: PaymentWriter | undefined): Promise<Written> {
-  return tx.isTransaction || writer === undefined ? writeTogether(tx, [v]) : writer.write(v);
 }
 
 /** Whether the event was applied in this store before (asked when its invoice is not there). */

@@ -1,5 +1,5 @@
 // What a payment writes, as the values its statements bind (payment.apply.ts builds them; SQLite writes them
-// one statement after another there, PostgreSQL as one statement in payment.write-postgres.ts).
+// one statement after another there, PostgreSQL as one statement in payment.postgres.ts).
 import type { Insertable } from "kysely";
 import type { AppliedEventsTable } from "../platform/db/schema.ts";
 import type { TransitionPlan } from "../invoices/invoice-transitions.ts";

@@ -18,7 +18,7 @@ import type { PluginsService, RunnablePlugin } from "../plugins/plugins.service.
 import type { FetchRecord, LogLine, Sandbox } from "../sandbox/index.ts";
 import type { DeliveriesRepository, DeliveryOutcome } from "./deliveries.repository.ts";
 import { type Applied, applyPayment, attachRunLines, RetryPayment } from "./payment.apply.ts";
-import type { PaymentWriter } from "./payment.write-postgres.ts";
+import type { PaymentStatements } from "./payment.postgres.ts";
 import { type Decision, decide } from "./payment.decide.ts";
 import { DEFAULT_UNVERIFIED_BODY_BYTES, type DeliveryContext, deliveryRecord, eventOfBody, NOTHING_RAN, type RecordFields, type RecordOptions, recordDelivery } from "./payment.record.ts";
 import { createRedactor, type Redact, type RunTraces, scrubTraces } from "./redaction.ts";
@@ -85,8 +85,8 @@ export interface WebhookDeps {
   db: Kysely<Database>;
   /** Payments commit through it: on disk before they are answered, sharing commits where they can. */
   committer: DurableCommitter;
-  /** PostgreSQL: sends the writes of payments ready together as one statement (payment.write-postgres.ts). */
-  paymentWriter?: PaymentWriter;
+  /** PostgreSQL: sends the reads, and the writes, of payments ready together as one statement (payment.postgres.ts). */
+  paymentStatements?: PaymentStatements;
   plugins: PluginsService;
   invoices: InvoicesRepository;
   deliveries: DeliveriesRepository;
@@ -232,7 +232,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         a = answerFor(d, decision, applied, redact);
         const fields: RecordFields = { outcome: a.outcome, result: decision.result, error: null, logs: traces.logs, fetches: traces.fetches, invoiceId: applied.kind === "not_found" ? null : decision.invoiceId, transition: a.transition, responseStatus: a.status, responseBody: a.body };
         return deliveryRecord(d, fields, { pluginVersion: plugin.version, redact, unverifiedBodyBytes });
-      }, deps.paymentWriter);
+      }, deps.paymentStatements);
       return a ?? answerFor(d, decision, outcome, redact);
     };
     let answer: Awaited<ReturnType<typeof work>>;

@@ -1,12 +1,13 @@
 // PostgreSQL: payments whose writes are ready while another payment's statement runs share the next
 // statement (and its commit); one of them that lost its claim or its invoice's status meanwhile is run
-// again alone, and the others of its group are applied all the same.
+// again alone, and the others of its group are applied all the same. Their reads, ready together, share a
+// statement too, each payment given its own invoice.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import type pg from "pg";
 import { type Applied, applyPayment, RetryPayment } from "../../src/payments/payment.apply.ts";
-import { type PaymentWriter, postgresPaymentWriter } from "../../src/payments/payment.write-postgres.ts";
+import { type PaymentStatements, postgresPaymentStatements } from "../../src/payments/payment.postgres.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 import { installPlugin, SIGNED_PLUGIN } from "../helpers/webhook.ts";
 
@@ -15,10 +16,19 @@ const postgres = DIALECTS.find((d) => d.name === "postgres")!;
 describe("payments written together on PostgreSQL", { skip: postgres.skip }, () => {
   let h: Harness;
   let statements: string[] = [];
-  let writer: PaymentWriter;
+  let grouped: PaymentStatements;
+  /** Payments whose writes were handed to the writer (their reads done). */
+  let readyToWrite = 0;
   before(async () => {
     h = await createHarness("postgres", {}, { onQuery: (text) => statements.push(text) });
-    writer = postgresPaymentWriter(h.services.db.kysely);
+    const statementsOf = postgresPaymentStatements(h.services.db.kysely);
+    grouped = {
+      read: statementsOf.read,
+      write: (values) => {
+        readyToWrite++;
+        return statementsOf.write(values);
+      },
+    };
   });
   after(async () => {
     await h?.close();
@@ -34,10 +44,10 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
   }
 
   const pay = (storeId: string, invoiceId: string): Promise<Applied | unknown> =>
-    applyPayment(h.services.db.kysely, { storeId, pluginName: "pay", pluginVersion: 1, deliveryId: `dlv_${invoiceId}`, invoiceId, action: "pushInvoice", eventKey: `id:evt_${invoiceId}`, runLines: [{ log: `ran for ${invoiceId}`, type: "info" }] }, Date.now, undefined, writer).catch((err: unknown) => err);
+    applyPayment(h.services.db.kysely, { storeId, pluginName: "pay", pluginVersion: 1, deliveryId: `dlv_${invoiceId}`, invoiceId, action: "pushInvoice", eventKey: `id:evt_${invoiceId}`, runLines: [{ log: `ran for ${invoiceId}`, type: "info" }] }, Date.now, undefined, grouped).catch((err: unknown) => err);
 
   const writes = () => statements.filter((s) => s.startsWith("with claim as"));
-  const reads = () => statements.filter((s) => s.startsWith("select") && s.includes('from "invoices"'));
+  const reads = () => statements.filter((s) => s.startsWith("select k.n,"));
 
   async function until(what: string, ready: () => boolean | Promise<boolean>): Promise<void> {
     for (let waited = 0; !(await ready()); waited++) {
@@ -70,9 +80,9 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     statements = [];
     const firstPaid = pay(storeId, first);
     await until("the first payment's statement waits", writeWaits);
-    const readsBefore = reads().length;
+    const before = readyToWrite;
     const restPaid = rest.map((id) => pay(storeId, id));
-    await until("the other payments read their invoices", () => reads().length === readsBefore + rest.length);
+    await until("the other payments read their invoices", () => readyToWrite === before + rest.length);
     await new Promise((res) => setImmediate(res));
     await lock.query("commit");
     lock.release();
@@ -85,6 +95,19 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     for (const id of invoices) assert.deepEqual(await state(id), { status: "completed", lines: 1 }, `${id} is applied with its line`);
   });
 
+  test("the reads of payments ready together are one statement, each payment given its own invoice", async () => {
+    const { storeId, invoices } = await storeWithInvoices(3);
+    statements = [];
+    const missing = "inv_not_in_this_store";
+    const outcomes = await Promise.all([invoices[0]!, missing, invoices[1]!, invoices[2]!].map((id) => pay(storeId, id)));
+    assert.deepEqual(
+      outcomes.map((o) => (o as Applied).kind),
+      ["changed", "not_found", "changed", "changed"],
+    );
+    assert.equal(reads().length, 1, `one read for the four payments:\n${reads().join("\n---\n")}`);
+    for (const id of invoices) assert.deepEqual(await state(id), { status: "completed", lines: 1 }, `${id} is applied with its line`);
+  });
+
   test("a payment of a group whose claim was taken meanwhile is run again alone, and the others of the group are applied", async () => {
     const { storeId, invoices } = await storeWithInvoices(4);
     const [first, b, raced, d] = invoices as [string, string, string, string];
@@ -94,9 +117,9 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     statements = [];
     const firstPaid = pay(storeId, first);
     await until("the first payment's statement waits", writeWaits);
-    const readsBefore = reads().length;
-    const grouped = [b, raced, d].map((id) => pay(storeId, id));
-    await until("the group's payments read their invoices", () => reads().length === readsBefore + 3);
+    const before = readyToWrite;
+    const group = [b, raced, d].map((id) => pay(storeId, id));
+    await until("the group's payments read their invoices", () => readyToWrite === before + 3);
     await new Promise((res) => setImmediate(res));
     await lock.query("commit");
     lock.release();
@@ -105,7 +128,7 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     await until("the group's statement waits on the claim", writeWaits);
     await claim.query("commit");
     claim.release();
-    const [paidB, paidRaced, paidD] = await Promise.all(grouped);
+    const [paidB, paidRaced, paidD] = await Promise.all(group);
     assert.equal((paidB as Applied).kind, "changed");
     assert.equal((paidD as Applied).kind, "changed");
     assert.ok(paidRaced instanceof RetryPayment, "the raced payment is to be run again (its read then finds the event applied)");
@@ -131,7 +154,7 @@ describe("payments written together, when the connection fails", () => {
     const { default: pg } = await import("pg");
     const db = new Kysely<never>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: `postgres://x@127.0.0.1:${port}/x`, max: 1 }) }) });
     try {
-      const writer = postgresPaymentWriter(db as never);
+      const writer = postgresPaymentStatements(db as never);
       const values = (n: number) => ({ claim: null, change: null, lines: [], event: null, fanOut: null, record: { id: `dlv_${n}` } as never });
       const outcomes = await Promise.all([1, 2, 3].map((n) => writer.write(values(n)).then(() => "written", (err: unknown) => err)));
       for (const outcome of outcomes) assert.ok(outcome instanceof Error && !/^[0-9A-Z]{5}$/.test(String((outcome as { code?: unknown }).code)), `the connection's error: ${String(outcome)}`);

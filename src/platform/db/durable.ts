@@ -13,7 +13,7 @@
 // PostgreSQL: a commit is durable unless the server says otherwise (synchronous_commit); read once, and
 // only when it is off do these transactions ask for it (SET LOCAL). Concurrent commits already share the
 // server's WAL flushes; payments share more than that, one statement for the writes of those ready
-// together (src/payments/payment.write-postgres.ts).
+// together (src/payments/payment.postgres.ts).
 import { type FileHandle, open } from "node:fs/promises";
 import { statSync } from "node:fs";
 import path from "node:path";

@@ -1,6 +1,8 @@
 // PostgreSQL: a payment's writes (payment.apply.ts) as one statement, and payments written together as one
 // statement too. The statement takes each part as columns of arrays (unnest), one element per payment, so
-// its text is the same for one payment or sixty-four, and it is prepared once per connection.
+// its text is the same for one payment or sixty-four, and it is prepared once per connection. The payments'
+// reads (readPaymentSnapshots) go together the same way (statement-groups.ts), several at once: they lock
+// nothing.
 //
 // Why together: on PostgreSQL the writes' per-row work is small next to what every statement costs the
 // server: parsing and planning aside, opening some ten tables and thirty indexes (more locks than a backend
@@ -19,13 +21,20 @@ import type { Database } from "../platform/db/schema.ts";
 import type { DeliveryRow } from "./deliveries.repository.ts";
 import type { Change, ClaimRow, LogRow, WriteValues, Written } from "./payment.writes.ts";
 import type { NewEventRow } from "../events/events.repository.ts";
+import { type InvoiceSnapshot, type PaymentKey, readPaymentSnapshots } from "../invoices/invoices.repository.ts";
+import { type Queued, statementGroups } from "../platform/db/statement-groups.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Payments in one statement at most. */
 const MAX_GROUP = 64;
-/** Statements of grouped payments running at once; the payments ready meanwhile form the next group. */
-const MAX_IN_FLIGHT = 1;
+/**
+ * Write statements running at once; the payments ready meanwhile form the next group. One: two halved the
+ * groups and cost the server more per payment (bench/README.md, "twelfth pass").
+ */
+const MAX_WRITES_IN_FLIGHT = 1;
+/** Read statements running at once: reads take no locks, and a second keeps a payment from waiting long for one. */
+const MAX_READS_IN_FLIGHT = 2;
 
 /** SQLSTATE of storefront_payment_raced(): a claim or a compare-and-set was lost, nothing written. */
 const PAYMENT_RACED = "SFR01";
@@ -139,21 +148,25 @@ export async function writeTogether(db: Executor, group: readonly WriteValues[])
   }
 }
 
-interface Waiting {
-  values: WriteValues;
-  resolve(written: Written): void;
-  reject(err: unknown): void;
-}
-
-/** Writes payments on `db`, each in a commit of its own or shared with the payments ready beside it. */
-export interface PaymentWriter {
+/** PostgreSQL: a payment's read and its writes, each sent with those of the payments ready beside it. */
+export interface PaymentStatements {
+  /** readPaymentSnapshot, in one statement with the reads ready together. */
+  read(key: PaymentKey): Promise<InvoiceSnapshot | null>;
+  /** writeTogether, in one statement (and commit) with the writes ready together. */
   write(values: WriteValues): Promise<Written>;
 }
 
-export function postgresPaymentWriter(db: Kysely<Database>): PaymentWriter {
-  const waiting: Waiting[] = [];
-  let inFlight = 0;
-  let scheduled = false;
+export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatements {
+  const read = statementGroups<PaymentKey, InvoiceSnapshot | null>(
+    async (group) => {
+      const snapshots = await readPaymentSnapshots(
+        db,
+        group.map((q) => q.input),
+      );
+      group.forEach((q, i) => q.resolve(snapshots[i]!));
+    },
+    { maxGroup: MAX_GROUP, maxInFlight: MAX_READS_IN_FLIGHT },
+  );
 
   /**
    * A group's statement; when the server refused it (a lost claim or compare-and-set, or any error it names
@@ -162,56 +175,33 @@ export function postgresPaymentWriter(db: Kysely<Database>): PaymentWriter {
    * group hears that error, as one payment alone would (the webhook answers 503, the provider retries, and
    * the retry finds the event applied or not).
    */
-  async function send(group: Waiting[]): Promise<void> {
+  async function writeGroup(group: Queued<WriteValues, Written>[]): Promise<void> {
     if (group.length > 1) {
       try {
         const written = await writeTogether(
           db,
-          group.map((w) => w.values),
+          group.map((q) => q.input),
         );
         if (written.claimed) {
-          for (const w of group) w.resolve(written);
+          for (const q of group) q.resolve(written);
           return;
         }
       } catch (err) {
         if (!isSqlState((err as { code?: unknown }).code)) {
-          for (const w of group) w.reject(err);
+          for (const q of group) q.reject(err);
           return;
         }
       }
     }
     await Promise.all(
-      group.map((w) =>
-        writeTogether(db, [w.values]).then(
-          (written) => w.resolve(written),
-          (err: unknown) => w.reject(err),
+      group.map((q) =>
+        writeTogether(db, [q.input]).then(
+          (written) => q.resolve(written),
+          (err: unknown) => q.reject(err),
         ),
       ),
     );
   }
 
-  function kick(): void {
-    if (scheduled || inFlight >= MAX_IN_FLIGHT || waiting.length === 0) return;
-    scheduled = true;
-    // After this turn's I/O callbacks: every payment whose plugin run finished in this turn joins the group.
-    setImmediate(() => {
-      scheduled = false;
-      while (inFlight < MAX_IN_FLIGHT && waiting.length > 0) {
-        inFlight++;
-        void send(waiting.splice(0, MAX_GROUP)).finally(() => {
-          inFlight--;
-          kick();
-        });
-      }
-    });
-  }
-
-  return {
-    write(values) {
-      return new Promise<Written>((resolve, reject) => {
-        waiting.push({ values, resolve, reject });
-        kick();
-      });
-    },
-  };
+  return { read, write: statementGroups(writeGroup, { maxGroup: MAX_GROUP, maxInFlight: MAX_WRITES_IN_FLIGHT }) };
 }
