@@ -126,6 +126,12 @@ export function postgresJsOptions(url: string, genericPlans: boolean): postgres.
  * server sent them: `bytes` columns as Buffers, integers as numbers, other text as strings. A statement
  * with a name is prepared once on the connection (postgres.js keys it by its text); without one, for its
  * run only.
+ *
+ * postgres.js (3.4) counts a result's rows per connection and resets the count only when a statement
+ * completes. A statement that fails part way through its rows (its connection terminated, a timeout, an
+ * error on one row) leaves the count where it stopped, and the next statement's rows are placed after that
+ * many empty slots (porsager/postgres#1119). The rows are read here skipping empty slots: a row is never
+ * empty (an array of its values), so what remains is exactly the statement's rows, in order.
  */
 function postgresJsPrepared(url: string, genericPlans: boolean): Prepared & { close(): Promise<void> } {
   const sql = postgresJs()({ ...postgresJsOptions(url, genericPlans), max: 1, prepare: true, fetch_types: false, onnotice: () => {} });
@@ -133,15 +139,19 @@ function postgresJsPrepared(url: string, genericPlans: boolean): Prepared & { cl
     all: async <R>(statement: PreparedStatement, params: readonly unknown[], bytes: readonly string[] = []) => {
       const result = await sql.unsafe(statement.sql, params as postgres.ParameterOrJSON<never>[], { prepare: statement.name !== null }).raw();
       const columns = result.columns.map((col) => ({ name: col.name, as: bytes.includes(col.name) ? "bytes" : PG_INTEGERS.has(col.type) ? "number" : "text" }));
-      return result.map((values) => {
+      const rows: R[] = [];
+      for (let r = 0; r < result.length; r++) {
+        const values = result[r];
+        if (values === undefined) continue;
         const row: Record<string, unknown> = {};
         for (let i = 0; i < columns.length; i++) {
           const value = values[i] as Buffer | null;
           const column = columns[i]!;
           row[column.name] = value === null ? null : column.as === "bytes" ? value : column.as === "number" ? Number(value.toString("latin1")) : value.toString("utf8");
         }
-        return row as R;
-      });
+        rows.push(row as R);
+      }
+      return rows;
     },
     close: () => sql.end({ timeout: 5 }),
   };
