@@ -23,6 +23,15 @@ export function findUnstorable(value: unknown, path = ""): { path: string; probl
   return null;
 }
 
+/**
+ * Text from outside that is kept rather than refused: a provider's body (its event's id and type) and what a
+ * plugin returned (its log lines; its invoiceId as the delivery log shows it). PostgreSQL text cannot hold a
+ * NUL byte; each is kept as U+FFFD, the replacement character, on both databases alike.
+ */
+export function storableText(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\uFFFD") : text;
+}
+
 export function assertStorable(parts: { query?: unknown; params?: unknown; body?: unknown }): void {
   for (const [where, value] of Object.entries(parts)) {
     const found = findUnstorable(value);

@@ -75,13 +75,15 @@ export function paymentLine(p: Pick<PaymentToApply, "action" | "pluginName" | "p
  * `grouped`, its read and its writes each share a statement with those of the payments ready beside it.
  */
 export async function applyPayment(tx: Executor, p: PaymentToApply, now: () => number, record?: RecordOf, grouped?: PaymentStatements): Promise<Applied> {
-  const key = { storeId: p.storeId, invoiceId: p.invoiceId, pluginName: p.pluginName, eventKey: p.eventKey };
-  const together = tx.isTransaction ? undefined : grouped;
-  const snapshot = together === undefined ? await readPaymentSnapshot(tx, key.storeId, key.invoiceId, key) : await together.read(key);
   const done = async (applied: Applied) => {
     if (record !== undefined) await insertDelivery(tx, deliveryRow(record(applied)));
     return applied;
   };
+  // No invoice's id holds a NUL byte (ids are generated), and PostgreSQL could not even be asked for one.
+  if (p.invoiceId.includes("\u0000")) return done({ kind: "not_found" });
+  const key = { storeId: p.storeId, invoiceId: p.invoiceId, pluginName: p.pluginName, eventKey: p.eventKey };
+  const together = tx.isTransaction ? undefined : grouped;
+  const snapshot = together === undefined ? await readPaymentSnapshot(tx, key.storeId, key.invoiceId, key) : await together.read(key);
   if (snapshot === null) return done((await seenBefore(tx, p)) ? { kind: "duplicate" } : { kind: "not_found" });
   if (snapshot.seen) return done({ kind: "duplicate" });
   const plan = planTransition(snapshot, { storeId: p.storeId, invoiceId: p.invoiceId, action: p.action, extraLines: p.runLines, describe: (from, to) => paymentLine(p, from, to) }, now());
@@ -159,6 +161,7 @@ async function seenBefore(tx: Executor, p: PaymentToApply): Promise<boolean> {
 
 /** `ignore` changes no status; its log lines still go on the invoice it names, if it is this store's. */
 export async function attachRunLines(tx: Transaction<Database>, storeId: string, invoiceId: string, lines: TransitionLogLine[], at: number): Promise<boolean> {
+  if (invoiceId.includes("\u0000")) return false;
   const own = await tx.selectFrom("invoices").select("id").where("id", "=", invoiceId).where("store_id", "=", storeId).executeTakeFirst();
   if (!own) return false;
   await tx.insertInto("invoice_logs").values(lines.map((l) => ({ invoice_id: invoiceId, log: l.log, type: l.type, created_at: at }))).execute();

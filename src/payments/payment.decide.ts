@@ -24,9 +24,13 @@ const FAILED: Record<RunError["kind"], { status: number; code: ErrorCode; outcom
   killed: { status: 500, code: "plugin_error", outcome: "plugin_error", show: false },
 };
 
-/** An applied event is known by the plugin's eventId, else by the SHA-256 of the raw body. */
+/**
+ * An applied event is known by the plugin's eventId, else by the SHA-256 of the raw body. An eventId with a
+ * NUL byte (which PostgreSQL text cannot hold) is known by its bytes in hex instead: still one key per id.
+ */
 export function eventKeyOf(result: PluginResult, body: Buffer): string {
-  return result.eventId !== undefined ? `id:${result.eventId}` : `sha256:${createHash("sha256").update(body).digest("hex")}`;
+  if (result.eventId === undefined) return `sha256:${createHash("sha256").update(body).digest("hex")}`;
+  return result.eventId.includes("\u0000") ? `idx:${Buffer.from(result.eventId, "utf8").toString("hex")}` : `id:${result.eventId}`;
 }
 
 /** `error` is the run's error as recorded (scrubbed of secrets): its message may be shown. */

@@ -7,6 +7,7 @@ import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import { appendEvent } from "../events/events.repository.ts";
 import type { DeliveriesRepository, DeliveryOutcome, DeliveryRecord } from "./deliveries.repository.ts";
+import { storableText } from "../lib/input-guard.ts";
 import { type Redact, scrubValue } from "./redaction.ts";
 import type { WebhookInput } from "./webhook.service.ts";
 
@@ -35,7 +36,7 @@ export interface BodyEvent {
 /** Bodies larger than this are not parsed for their event: the money path stays lean on huge bodies. */
 const EVENT_BODY_MAX_BYTES = 256 * 1024;
 
-const text = (v: unknown) => (typeof v === "string" && v !== "" ? v.slice(0, 200) : null);
+const text = (v: unknown) => (typeof v === "string" && v !== "" ? storableText(v.slice(0, 200)) : null);
 
 /**
  * The provider's event id and type as the JSON body names them, for the delivery log's columns: the top-level
@@ -83,6 +84,7 @@ export function deliveryRecord(d: DeliveryContext, fields: RecordFields, options
     eventId: resultEventId(fields.result) ?? d.bodyEvent?.id ?? null,
     eventType: d.bodyEvent?.type ?? null,
     ...fields,
+    invoiceId: fields.invoiceId === null ? null : storableText(fields.invoiceId),
     result: scrubValue(fields.result, redact),
     responseBody: scrubValue(fields.responseBody, redact),
   };
@@ -90,7 +92,7 @@ export function deliveryRecord(d: DeliveryContext, fields: RecordFields, options
 
 function resultEventId(result: unknown): string | null {
   const id = result !== null && typeof result === "object" ? (result as { eventId?: unknown }).eventId : undefined;
-  return typeof id === "string" && id !== "" ? id : null;
+  return typeof id === "string" && id !== "" ? storableText(id) : null;
 }
 
 /** Outcomes that are a broken plugin run, so the merchant hears of them; rejections are not. */

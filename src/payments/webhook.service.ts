@@ -14,6 +14,7 @@ import type { Database } from "../platform/db/schema.ts";
 import { AppError, type ErrorCode, errorBody } from "../errors.ts";
 import type { InvoicesRepository } from "../readmodel/invoice-documents.ts";
 import { newTimedId } from "../lib/ids.ts";
+import { storableText } from "../lib/input-guard.ts";
 import type { PluginsService, RunnablePlugin } from "../plugins/plugins.service.ts";
 import type { FetchRecord, LogLine, Sandbox } from "../sandbox/index.ts";
 import type { DeliveriesRepository, DeliveryOutcome } from "./deliveries.repository.ts";
@@ -107,6 +108,9 @@ const RETRY_AFTER_SECONDS = 30;
 const BUSY_RETRY_AFTER_SECONDS = 5;
 /** Transactions run for one payment at most while other actions keep changing its invoice. */
 const MAX_ATTEMPTS = 5;
+
+/** The run's log() lines as the invoice's log keeps them. */
+const runLines = (traces: RunTraces) => traces.logs.map((l) => ({ log: storableText(l.description), type: l.type }));
 
 /** The answer to a provider and the delivery log's outcome for what applying did. */
 function answerFor(d: DeliveryContext, decision: Extract<Decision, { kind: "apply" }>, applied: Applied, redact: Redact): { status: number; body: unknown; outcome: DeliveryOutcome; transition: string | null } {
@@ -203,7 +207,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     const options = { pluginVersion: plugin.version, redact, unverifiedBodyBytes };
     if (invoiceId === null || traces.logs.length === 0) await deliveries.insert(deliveryRecord(d, fields(false), options));
     else {
-      const lines = traces.logs.map((l) => ({ log: l.description, type: l.type }));
+      const lines = runLines(traces);
       await db.transaction().execute(async (tx) => {
         const attached = await attachRunLines(tx, d.input.storeId, invoiceId, lines, d.receivedAt);
         await deliveries.insert(deliveryRecord(d, fields(attached), options), tx);
@@ -223,7 +227,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       invoiceId: decision.invoiceId,
       action: decision.action,
       eventKey: decision.eventKey,
-      runLines: traces.logs.map((l) => ({ log: l.description, type: l.type })),
+      runLines: runLines(traces),
     };
     const work = async (tx: Kysely<Database> | Transaction<Database>) => {
       // The record is written with the change, so it is made from the answer the outcome gets.

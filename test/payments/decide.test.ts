@@ -21,6 +21,14 @@ test("pushInvoice with an eventId is applied once by that id; without one, by th
   assert.equal((decide(ran({ status: "disputeInvoice", invoiceId: "inv_1" }), null, body) as { eventKey: string }).eventKey, `sha256:${hash}`);
 });
 
+test("an eventId with a NUL byte is known by its bytes in hex, apart from every id: key", () => {
+  const key = (eventId: string) => (decide(ran({ status: "pushInvoice", invoiceId: "inv_1", eventId }), null, body) as { eventKey: string }).eventKey;
+  assert.equal(key("e\u00009"), "idx:650039");
+  assert.equal(key("e\u00009"), key("e\u00009"), "the same id, the same key");
+  assert.notEqual(key("e\u00009"), key("e\u00008"));
+  assert.equal(key("650039"), "id:650039", "an id that spells the hex is another key");
+});
+
 test("ignore names its invoice when the plugin gave one, and changes nothing", () => {
   assert.deepEqual(decide(ran({ status: "ignore" }), null, body), { kind: "ignore", result: { status: "ignore" }, invoiceId: null });
   assert.equal((decide(ran({ status: "ignore", invoiceId: "inv_2" }), null, body) as { invoiceId: string }).invoiceId, "inv_2");

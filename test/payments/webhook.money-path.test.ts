@@ -228,6 +228,54 @@ for (const dialect of DIALECTS) {
         }
       });
 
+      test("a NUL byte in the invoiceId or eventId a plugin returns is answered for that delivery alone; the payments beside it apply", async () => {
+        const store = await h.store();
+        await installPlugin(h, store.id, "events", EVENT_PLUGIN, { key: EVENT_KEY });
+        const customer = await h.customer(store.id);
+        const invoices = [];
+        for (let i = 0; i < 4; i++) invoices.push(await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] }));
+        const t = Math.floor(Date.now() / 1000);
+        const nulEvent = { id: "evt_nul\u0000event", type: "paid", invoiceId: invoices[1]!.id };
+        // Sent together, so that on PostgreSQL the odd ones share their read and write statements with the others.
+        const [badInvoice, oddEvent, ...good] = await Promise.all([
+          postEvent(h, store.id, { id: "evt_nul_invoice", type: "paid", invoiceId: `${invoices[0]!.id}\u0000` }, t),
+          postEvent(h, store.id, nulEvent, t),
+          postEvent(h, store.id, { id: "evt_ok_2", type: "paid", invoiceId: invoices[2]!.id }, t),
+          postEvent(h, store.id, { id: "evt_ok_3", type: "paid", invoiceId: invoices[3]!.id }, t),
+        ]);
+        assert.equal(badInvoice!.statusCode, 404, badInvoice!.body);
+        assert.equal(errorOf(badInvoice!).code, "invoice_not_found");
+        assert.equal(oddEvent!.statusCode, 200, oddEvent!.body);
+        for (const r of good) assert.equal(r.statusCode, 200, r.body);
+        for (const i of [1, 2, 3]) assert.equal((await invoiceView(h, store.key, invoices[i]!.id)).status, "completed");
+        assert.equal((await invoiceView(h, store.key, invoices[0]!.id)).status, "pending", "the invoice whose id was not quite its own is untouched");
+        // The event with a NUL in its id is still known when it comes again: applied once.
+        const again = await postEvent(h, store.id, nulEvent, t);
+        assert.equal(again.statusCode, 200, again.body);
+        const logged = await h.admin("GET", `/api/admin/stores/${store.id}/deliveries/${String(again.headers["x-delivery-id"])}`);
+        assert.equal(logged.json<{ outcome: string }>().outcome, "duplicate_event", logged.body);
+      });
+
+      test("a NUL byte from outside that is kept, not refused, is kept as U+FFFD: a stranger's event id, a plugin's log line", async () => {
+        const { store, invoice } = await setup(h);
+        await installPlugin(h, store.id, "picky", `reject("not ours")`);
+        const stranger = await deliver(h, store.id, "picky", JSON.stringify({ id: "evt_\u0000x", type: "charge\u0000" }));
+        assert.equal(stranger.statusCode, 401, stranger.body);
+        const rejected = await h.admin("GET", `/api/admin/stores/${store.id}/deliveries/${String(stranger.headers["x-delivery-id"])}`);
+        assert.equal(rejected.statusCode, 200, rejected.body);
+        assert.equal(rejected.json<{ eventId: string }>().eventId, "evt_\uFFFDx");
+
+        await installPlugin(h, store.id, "chatty", `log("line\\0end"); return { status = "pushInvoice", invoiceId = request.json.inv, eventId = "evt_chatty" }`);
+        const paid = await deliver(h, store.id, "chatty", JSON.stringify({ inv: invoice.id }));
+        assert.equal(paid.statusCode, 200, paid.body);
+        const view = await invoiceView(h, store.key, invoice.id);
+        assert.equal(view.status, "completed");
+        assert.ok(
+          view.invoiceLogs.some((l) => l.log === "line\uFFFDend"),
+          JSON.stringify(view.invoiceLogs),
+        );
+      });
+
       test("a cursor carrying a NUL byte answers 400", async () => {
         const store = await h.store();
         const cursor = Buffer.from(JSON.stringify([Date.now(), "inv_\u0000"])).toString("base64url");
