@@ -2,7 +2,7 @@
 // statement too. The statement takes each part as columns of arrays (unnest), one element per payment, so
 // its text is the same for one payment or sixty-four, and it is prepared once per connection. The payments'
 // reads (readPaymentSnapshots) go together the same way (statement-groups.ts), several at once: they lock
-// nothing.
+// nothing; a group read the server refused is read again one payment at a time, as the writes are.
 //
 // Why together: on PostgreSQL the writes' per-row work is small next to what every statement costs the
 // server: parsing and planning aside, opening some ten tables and thirty indexes (more locks than a backend
@@ -157,16 +157,32 @@ export interface PaymentStatements {
 }
 
 export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatements {
-  const read = statementGroups<PaymentKey, InvoiceSnapshot | null>(
-    async (group) => {
+  /**
+   * A group's read; when the server refused it (an error it names with a SQLSTATE), each payment's read
+   * alone, so that whatever one payment brought cannot fail the others' (the writes do the same). A broken
+   * connection is heard by the whole group.
+   */
+  async function readGroup(group: Queued<PaymentKey, InvoiceSnapshot | null>[]): Promise<void> {
+    try {
       const snapshots = await readPaymentSnapshots(
         db,
         group.map((q) => q.input),
       );
       group.forEach((q, i) => q.resolve(snapshots[i]!));
-    },
-    { maxGroup: MAX_GROUP, maxInFlight: MAX_READS_IN_FLIGHT },
-  );
+      return;
+    } catch (err) {
+      if (group.length === 1 || !isSqlState((err as { code?: unknown }).code)) throw err;
+    }
+    await Promise.all(
+      group.map((q) =>
+        readPaymentSnapshots(db, [q.input]).then(
+          ([snapshot]) => q.resolve(snapshot!),
+          (err: unknown) => q.reject(err),
+        ),
+      ),
+    );
+  }
+  const read = statementGroups(readGroup, { maxGroup: MAX_GROUP, maxInFlight: MAX_READS_IN_FLIGHT });
 
   /**
    * A group's statement; when the server refused it (a lost claim or compare-and-set, or any error it names

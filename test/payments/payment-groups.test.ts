@@ -108,6 +108,15 @@ describe("payments written together on PostgreSQL", { skip: postgres.skip }, () 
     for (const id of invoices) assert.deepEqual(await state(id), { status: "completed", lines: 1 }, `${id} is applied with its line`);
   });
 
+  test("a read the server refuses (a value it cannot take) fails that payment alone; the reads beside it are answered", async () => {
+    const { storeId, invoices } = await storeWithInvoices(2);
+    const statementsOf = postgresPaymentStatements(h.services.db.kysely);
+    const key = (invoiceId: string) => ({ storeId, invoiceId, pluginName: "pay", eventKey: `id:evt_${invoiceId}` });
+    // Asked directly: applyPayment answers such an id not_found without asking.
+    const outcomes = await Promise.all([invoices[0]!, "inv_\u0000", invoices[1]!].map((id) => statementsOf.read(key(id)).then((s) => s?.row.id ?? null, (err: { code?: string }) => err.code)));
+    assert.deepEqual(outcomes, [invoices[0], "22021", invoices[1]]);
+  });
+
   test("a payment of a group whose claim was taken meanwhile is run again alone, and the others of the group are applied", async () => {
     const { storeId, invoices } = await storeWithInvoices(4);
     const [first, b, raced, d] = invoices as [string, string, string, string];
