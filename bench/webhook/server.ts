@@ -24,7 +24,7 @@ const { values: args } = parseArgs({
     root: { type: "string", default: path.resolve(import.meta.dirname, "..", "..") },
     dialect: { type: "string", default: "sqlite" },
     label: { type: "string", default: "wh" },
-    invoices: { type: "string", default: "60000" },
+    invoices: { type: "string", default: "100000" },
     stores: { type: "string", default: "32" },
     "history-customers": { type: "string", default: "32" },
     "history-invoices": { type: "string", default: "5000" },
