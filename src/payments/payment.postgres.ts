@@ -22,7 +22,7 @@ import type { DeliveryRow } from "./deliveries.repository.ts";
 import type { Change, ClaimRow, LogRow, WriteValues, Written } from "./payment.writes.ts";
 import type { NewEventRow } from "../events/events.repository.ts";
 import { type InvoiceSnapshot, type PaymentKey, readPaymentSnapshots } from "../invoices/invoices.repository.ts";
-import { type Queued, statementGroups } from "../platform/db/statement-groups.ts";
+import { eachAlone, type Queued, statementGroups } from "../platform/db/statement-groups.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -173,14 +173,7 @@ export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatemen
     } catch (err) {
       if (group.length === 1 || !isSqlState((err as { code?: unknown }).code)) throw err;
     }
-    await Promise.all(
-      group.map((q) =>
-        readPaymentSnapshots(db, [q.input]).then(
-          ([snapshot]) => q.resolve(snapshot!),
-          (err: unknown) => q.reject(err),
-        ),
-      ),
-    );
+    await eachAlone(group, async (key) => (await readPaymentSnapshots(db, [key]))[0]!);
   }
   const read = statementGroups(readGroup, { maxGroup: MAX_GROUP, maxInFlight: MAX_READS_IN_FLIGHT });
 
@@ -203,20 +196,11 @@ export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatemen
           return;
         }
       } catch (err) {
-        if (!isSqlState((err as { code?: unknown }).code)) {
-          for (const q of group) q.reject(err);
-          return;
-        }
+        // Thrown: statementGroups has every payment of the group hear it.
+        if (!isSqlState((err as { code?: unknown }).code)) throw err;
       }
     }
-    await Promise.all(
-      group.map((q) =>
-        writeTogether(db, [q.input]).then(
-          (written) => q.resolve(written),
-          (err: unknown) => q.reject(err),
-        ),
-      ),
-    );
+    await eachAlone(group, (values) => writeTogether(db, [values]));
   }
 
   return { read, write: statementGroups(writeGroup, { maxGroup: MAX_GROUP, maxInFlight: MAX_WRITES_IN_FLIGHT }) };

@@ -22,6 +22,11 @@ export interface GroupOptions {
   maxInFlight: number;
 }
 
+/** Sends each request of a group on its own, each settled with its own outcome (a group the server refused). */
+export async function eachAlone<I, O>(group: readonly Queued<I, O>[], single: (input: I) => Promise<O>): Promise<void> {
+  await Promise.all(group.map((q) => single(q.input).then(q.resolve, q.reject)));
+}
+
 /** A function that sends its input in the next group, and resolves with what `send` gave it. */
 export function statementGroups<I, O>(send: (group: Queued<I, O>[]) => Promise<void>, options: GroupOptions): (input: I) => Promise<O> {
   const waiting: Queued<I, O>[] = [];
