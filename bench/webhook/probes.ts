@@ -1,6 +1,7 @@
 // What the runner reads beside the load: a server's CPU (asked over IPC: process.cpuUsage of the server
-// process, its worker threads included), PostgreSQL's CPU (/proc: every process named `postgres`, and the
-// server's own backends), and the read model's gauges from the server's /metrics.
+// process, its worker threads included, and its main thread's alone), PostgreSQL's CPU (/proc: every
+// process named `postgres`, and the server's own backends), the machine's busy CPU (/proc/stat), and the
+// read model's gauges from the server's /metrics.
 import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import type pg from "pg";
@@ -8,8 +9,8 @@ import { parseReadModelGauges, type ReadModelGauges, type ServerMessage } from "
 
 let nextId = 0;
 
-/** The server's CPU time so far (µs), and how many runs went to the plain-TypeScript plugin. */
-export function serverCpu(child: ChildProcess): Promise<{ micros: number; plainTsRuns: number }> {
+/** The server's CPU time so far (µs; its main thread's alone too), and how many runs went to the plain-TypeScript plugin. */
+export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMicros: number; threads: Record<string, number>; plainTsRuns: number }> {
   const id = ++nextId;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -20,7 +21,7 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; plainT
       if (message.type !== "cpu" || message.id !== id) return;
       clearTimeout(timer);
       child.off("message", onMessage);
-      resolve({ micros: message.micros, plainTsRuns: message.plainTsRuns });
+      resolve({ micros: message.micros, mainMicros: message.mainMicros, threads: message.threads, plainTsRuns: message.plainTsRuns });
     };
     child.on("message", onMessage);
     child.send({ type: "cpu", id });
@@ -29,6 +30,51 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; plainT
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux, whatever the kernel's HZ). */
 const USER_HZ = 100;
+
+/**
+ * This process's CPU time so far (µs) by thread name (threads of one name summed: the sandbox's, the
+ * readers', V8's helpers), from /proc/self/task; empty where /proc is not there. Names are the kernel's,
+ * cut to 15 characters ("storefront-sand" is the sandbox's workers).
+ */
+export function threadsCpu(): Record<string, number> {
+  const out: Record<string, number> = {};
+  let tasks: string[];
+  try {
+    tasks = readdirSync("/proc/self/task");
+  } catch {
+    return out;
+  }
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, "latin1");
+      const close = stat.lastIndexOf(")");
+      const name = stat.slice(stat.indexOf("(") + 1, close);
+      const fields = stat.slice(close + 2).split(" ");
+      out[name] = (out[name] ?? 0) + ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6;
+    } catch {
+      // the thread ended while we looked
+    }
+  }
+  return out;
+}
+
+/**
+ * The machine's CPU time so far (µs), busy (every process: the load, the servers, PostgreSQL, the rest) and
+ * in all, from /proc/stat's first line (user nice system idle iowait irq softirq steal …); null without it.
+ */
+export function machineCpu(): { busy: number; all: number } | null {
+  let line: string;
+  try {
+    line = readFileSync("/proc/stat", "latin1").split("\n", 1)[0]!;
+  } catch {
+    return null;
+  }
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (ticks.length < 8 || ticks.some((t) => !Number.isFinite(t))) return null;
+  const all = ticks.reduce((a, t) => a + t, 0);
+  const idle = ticks[3]! + ticks[4]!;
+  return { busy: ((all - idle) / USER_HZ) * 1e6, all: (all / USER_HZ) * 1e6 };
+}
 
 /** utime + stime (µs) of every process named `postgres`, by pid; null where /proc is not there. */
 function postgresProcesses(): Map<number, number> | null {

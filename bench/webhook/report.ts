@@ -14,6 +14,9 @@ export interface Summary {
   p50: number;
   p99: number;
   serverCpuUs: number;
+  mainThreadCpuUs: number;
+  mainThreadBusy: number;
+  machineBusyCores: number | null;
   postgresCpuUs: number | null;
   postgresOwnCpuUs: number | null;
   /** Median over rounds; null when the server has no read model gauge ("n/a"). */
@@ -46,6 +49,10 @@ export function summarize(samples: RoundSample[]): Summary {
     p50: median(samples.map((s) => s.p50)),
     p99: median(samples.map((s) => s.p99)),
     serverCpuUs: Math.round(median(samples.map((s) => s.serverCpuUs))),
+    // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
+    mainThreadCpuUs: Math.round(median(nonNull(samples.map((s) => s.mainThreadCpuUs)))),
+    mainThreadBusy: median(nonNull(samples.map((s) => s.mainThreadBusy))),
+    machineBusyCores: nonNull(samples.map((s) => s.machineBusyCores)).length === 0 ? null : median(nonNull(samples.map((s) => s.machineBusyCores))),
     postgresCpuUs: pg.length === 0 ? null : Math.round(median(pg)),
     postgresOwnCpuUs: pgOwn.length === 0 ? null : Math.round(median(pgOwn)),
     catchUpMs: catchUps.length === 0 ? null : Math.round(median(catchUps)),
@@ -129,8 +136,8 @@ const cell = (x: number | null | undefined, unit = "") => (x === null || x === u
 
 export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | null, sides: Side[]): string {
   const lines: string[] = [];
-  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req: own backends (all) | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
-  lines.push("|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|");
+  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req (main thread's, its busy share) | machine cores busy | PostgreSQL CPU µs/req: own backends (all) | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
+  lines.push("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
   for (const [dialect, cases] of Object.entries(summaries)) {
     for (const [id, bySide] of Object.entries(cases) as [CaseId, Partial<Record<Side, Summary>>][]) {
       for (const side of sides) {
@@ -139,7 +146,8 @@ export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | nu
         const pays = id.startsWith("push") || id === "burst";
         const catchUp = pays ? `${cell(r.catchUpMs)}${r.maxBacklog === null ? "" : ` (${r.maxBacklog})`}` : "";
         const flags = r.cutShort > 0 ? ` (${r.cutShort} cut short)` : "";
-        lines.push(`| ${dialect} | ${CASES[id]} | ${side} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.serverCpuUs} | ${r.postgresCpuUs === null ? "n/a" : `${cell(r.postgresOwnCpuUs)} (${r.postgresCpuUs})`} | ${catchUp} | ${r.rounds.join(", ")}${flags} | ${r.non2xx + r.errors} |`);
+        const main = Number.isNaN(r.mainThreadBusy) ? "" : ` (${r.mainThreadCpuUs}, ${Math.round(r.mainThreadBusy * 100)} %)`;
+        lines.push(`| ${dialect} | ${CASES[id]} | ${side} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.serverCpuUs}${main} | ${cell(r.machineBusyCores)} | ${r.postgresCpuUs === null ? "n/a" : `${cell(r.postgresOwnCpuUs)} (${r.postgresCpuUs})`} | ${catchUp} | ${r.rounds.join(", ")}${flags} | ${r.non2xx + r.errors} |`);
       }
     }
   }

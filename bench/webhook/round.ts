@@ -1,10 +1,12 @@
-// One round of one case against one server: the load, the server's and PostgreSQL's CPU around it, the
-// read model's gauges while it runs, and after a payment load the time until the read model has caught up.
+// One round of one case against one server: the load, the server's and PostgreSQL's CPU around it (and the
+// server's main thread's, and the machine's), the read model's gauges while it runs, and after a payment load
+// the time until the read model has caught up.
 import type { ChildProcess } from "node:child_process";
 import type pg from "pg";
 import type { RoundPlan, Stream } from "./cases.ts";
 import { drive, type LoadResult, pace } from "./load.ts";
-import { catchUp, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel } from "./probes.ts";
+import { performance } from "node:perf_hooks";
+import { catchUp, machineCpu, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel } from "./probes.ts";
 import type { Layout } from "./protocol.ts";
 
 export interface Server {
@@ -23,6 +25,14 @@ export interface RoundSample {
   cutShort: boolean;
   /** Server process CPU per answered request (both streams of a mixed round), µs. */
   serverCpuUs: number;
+  /** The server's main thread's share of it, µs per answered request. */
+  mainThreadCpuUs: number;
+  /** How busy the main thread was over the round (its CPU / the round's time, 0–1): near 1, it is the limit. */
+  mainThreadBusy: number;
+  /** Cores the whole machine kept busy over the round (every process); null without /proc/stat. */
+  machineBusyCores: number | null;
+  /** The server's CPU by thread name, µs per answered request (/proc's 10 ms ticks: rough for a thread that ran little). */
+  threadCpuUs: Record<string, number>;
   /** CPU of every `postgres` process per answered request, µs (PostgreSQL rounds only). */
   postgresCpuUs: number | null;
   /** CPU of the server's own PostgreSQL backends per answered request, µs. */
@@ -47,7 +57,9 @@ const load = (server: Server, stream: Stream, seconds: number): Promise<LoadResu
 
 /** Runs the plan; the payments' and the reads' samples (each only when the plan has that stream). */
 export async function runRound(server: Server, plan: RoundPlan, options: RoundOptions): Promise<{ payments?: RoundSample; reads?: RoundSample }> {
-  const cpu0 = (await serverCpu(server.child)).micros;
+  const cpu0 = await serverCpu(server.child);
+  const machine0 = machineCpu();
+  const wall0 = performance.now();
   const pgName = server.layout.postgresApplicationName;
   const pgCpu = () => (options.postgres && pgName !== null ? postgresCpu(options.postgres, pgName) : Promise.resolve(null));
   const pg0 = await pgCpu();
@@ -60,7 +72,9 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   const gauges = watcher ? await watcher.stop() : null;
   // The read model's catch-up is part of what the payments cost: CPU is read after it.
   const caughtUpMs = paid && pays ? await catchUp(server.layout.port, paid.lastAnswerAt, options.catchUpTimeoutMs) : null;
-  const cpu1 = (await serverCpu(server.child)).micros;
+  const cpu1 = await serverCpu(server.child);
+  const machine1 = machineCpu();
+  const wallUs = (performance.now() - wall0) * 1000;
   const pg1 = await pgCpu();
   const pgSpent = pg0 && pg1 ? postgresCpuSpent(pg0, pg1) : null;
   const answered = (paid?.answered ?? 0) + (read?.answered ?? 0);
@@ -74,7 +88,11 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     errors: r.errors,
     seconds: r.seconds,
     cutShort: r.cutShort,
-    serverCpuUs: perRequest(cpu1 - cpu0),
+    serverCpuUs: perRequest(cpu1.micros - cpu0.micros),
+    mainThreadCpuUs: perRequest(cpu1.mainMicros - cpu0.mainMicros),
+    mainThreadBusy: Math.round(((cpu1.mainMicros - cpu0.mainMicros) / wallUs) * 100) / 100,
+    threadCpuUs: Object.fromEntries(Object.entries(cpu1.threads).map(([name, micros]) => [name, perRequest(micros - (cpu0.threads[name] ?? 0))]).filter(([, us]) => (us as number) > 0)),
+    machineBusyCores: machine0 && machine1 ? Math.round(((machine1.busy - machine0.busy) / wallUs) * 100) / 100 : null,
     postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),
     postgresOwnCpuUs: pgSpent === null ? null : perRequest(pgSpent.own),
   });

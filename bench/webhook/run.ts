@@ -152,7 +152,7 @@ async function measureDialect(dialect: string, servers: Record<Side, Server>): P
         const result = await runRound(servers[side], plan, { seconds, postgres: dialect === "postgres" ? postgres : null, catchUpTimeoutMs: Number(args["catchup-timeout"]) * 1000 });
         const label = round === 0 ? "warm-up" : `round ${round}`;
         const main = id === "reads-burst" ? result.reads : result.payments ?? result.reads;
-        if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs}${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req, non2xx ${main.non2xx + main.errors}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}`);
+        if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs} (main thread ${main.mainThreadCpuUs}, busy ${Math.round(main.mainThreadBusy * 100)} %; machine ${main.machineBusyCores ?? "n/a"} cores)${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req, non2xx ${main.non2xx + main.errors}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}; by thread µs/req: ${topThreads(main.threadCpuUs)}`);
         if (id === "reads-burst" && result.payments) log(`${dialect} ${side} burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, catch-up ${result.payments.catchUpMs ?? "n/a"} ms`);
         if (round === 0) continue;
         if (main) record(id, side, main);
@@ -161,6 +161,15 @@ async function measureDialect(dialect: string, servers: Record<Side, Server>): P
     }
   }
   return out;
+}
+
+/** The threads that cost the most a request, "name µs" each. */
+function topThreads(threads: Record<string, number>): string {
+  return Object.entries(threads)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([name, us]) => `${name} ${us}`)
+    .join(", ");
 }
 
 function startServer(side: Side, dialect: string): Promise<Server> {

@@ -17,6 +17,7 @@ import type * as ServicesModule from "../../src/services.ts";
 import { benchDatabase } from "../lib/bench-database.ts";
 import { ADMIN_TOKEN, buildLayout, type Injector } from "./layout.ts";
 import { plainTypeScriptRun, type RunInputLike } from "./plugin.ts";
+import { threadsCpu } from "./probes.ts";
 import { parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
 
 const { values: args } = parseArgs({
@@ -64,7 +65,8 @@ process.on("disconnect", () => void stop(0));
 process.on("message", (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
-    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, plainTsRuns: plainTs.runs });
+    const main = process.threadCpuUsage();
+    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, threads: threadsCpu(), plainTsRuns: plainTs.runs });
   }
 });
 
