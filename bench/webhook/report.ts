@@ -52,7 +52,7 @@ export function summarize(samples: RoundSample[]): Summary {
     // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
     mainThreadCpuUs: Math.round(median(nonNull(samples.map((s) => s.mainThreadCpuUs)))),
     mainThreadBusy: median(nonNull(samples.map((s) => s.mainThreadBusy))),
-    machineBusyCores: nonNull(samples.map((s) => s.machineBusyCores)).length === 0 ? null : median(nonNull(samples.map((s) => s.machineBusyCores))),
+    machineBusyCores: nonNull(samples.map((s) => s.machineBusyCores)).length === 0 ? null : round2(median(nonNull(samples.map((s) => s.machineBusyCores)))),
     postgresCpuUs: pg.length === 0 ? null : Math.round(median(pg)),
     postgresOwnCpuUs: pgOwn.length === 0 ? null : Math.round(median(pgOwn)),
     catchUpMs: catchUps.length === 0 ? null : Math.round(median(catchUps)),
