@@ -10,7 +10,7 @@ import { parseReadModelGauges, type ReadModelGauges, type ServerMessage } from "
 let nextId = 0;
 
 /** The server's CPU time so far (µs; its main thread's alone too), and how many runs went to the plain-TypeScript plugin. */
-export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMicros: number; threads: Record<string, number>; plainTsRuns: number }> {
+export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number }> {
   const id = ++nextId;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -21,7 +21,7 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMi
       if (message.type !== "cpu" || message.id !== id) return;
       clearTimeout(timer);
       child.off("message", onMessage);
-      resolve({ micros: message.micros, mainMicros: message.mainMicros, threads: message.threads, plainTsRuns: message.plainTsRuns });
+      resolve({ micros: message.micros, mainMicros: message.mainMicros, mainWaitMicros: message.mainWaitMicros, threads: message.threads, plainTsRuns: message.plainTsRuns });
     };
     child.on("message", onMessage);
     child.send({ type: "cpu", id });
@@ -30,6 +30,20 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMi
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux, whatever the kernel's HZ). */
 const USER_HZ = 100;
+
+/**
+ * The calling thread's time so far runnable but not running, waiting for a core (µs): schedstat's second
+ * field (Linux with scheduler statistics); null elsewhere. Busy plus waiting near 100 % of a round: the
+ * thread always had work, it is the limit.
+ */
+export function threadWaitMicros(): number | null {
+  try {
+    const waitNs = Number(readFileSync("/proc/thread-self/schedstat", "latin1").split(" ")[1]);
+    return Number.isFinite(waitNs) ? waitNs / 1000 : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * This process's CPU time so far (µs) by thread name (threads of one name summed: the sandbox's, the

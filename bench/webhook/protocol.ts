@@ -30,9 +30,12 @@ export interface Layout {
 export type ServerMessage =
   | { type: "ready"; layout: Layout }
   | { type: "failed"; error: string }
-  /** `mainMicros`: the main thread's own CPU (the one that answers webhooks and, on SQLite, writes). */
-  /** `threads`: µs by thread name (/proc, 10 ms ticks; empty elsewhere). */
-  | { type: "cpu"; id: number; micros: number; mainMicros: number; threads: Record<string, number>; plainTsRuns: number };
+  /**
+   * `mainMicros`: the main thread's own CPU (the one that answers webhooks and, on SQLite, writes);
+   * `mainWaitMicros`: its time runnable but waiting for a core (Linux schedstat; null elsewhere);
+   * `threads`: µs by thread name (/proc, 10 ms ticks; empty elsewhere).
+   */
+  | { type: "cpu"; id: number; micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number };
 
 export type RunnerMessage = { type: "cpu"; id: number };
 

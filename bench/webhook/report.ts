@@ -16,6 +16,7 @@ export interface Summary {
   serverCpuUs: number;
   mainThreadCpuUs: number;
   mainThreadBusy: number;
+  mainThreadWaiting: number | null;
   machineBusyCores: number | null;
   postgresCpuUs: number | null;
   postgresOwnCpuUs: number | null;
@@ -52,6 +53,7 @@ export function summarize(samples: RoundSample[]): Summary {
     // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
     mainThreadCpuUs: Math.round(median(nonNull(samples.map((s) => s.mainThreadCpuUs)))),
     mainThreadBusy: median(nonNull(samples.map((s) => s.mainThreadBusy))),
+    mainThreadWaiting: nonNull(samples.map((s) => s.mainThreadWaiting)).length === 0 ? null : median(nonNull(samples.map((s) => s.mainThreadWaiting))),
     machineBusyCores: nonNull(samples.map((s) => s.machineBusyCores)).length === 0 ? null : round2(median(nonNull(samples.map((s) => s.machineBusyCores)))),
     postgresCpuUs: pg.length === 0 ? null : Math.round(median(pg)),
     postgresOwnCpuUs: pgOwn.length === 0 ? null : Math.round(median(pgOwn)),
@@ -136,7 +138,7 @@ const cell = (x: number | null | undefined, unit = "") => (x === null || x === u
 
 export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | null, sides: Side[]): string {
   const lines: string[] = [];
-  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req (main thread's, its busy share) | machine cores busy | PostgreSQL CPU µs/req: own backends (all) | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
+  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req (main thread's, busy + waiting for a core) | machine cores busy | PostgreSQL CPU µs/req: own backends (all) | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
   lines.push("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
   for (const [dialect, cases] of Object.entries(summaries)) {
     for (const [id, bySide] of Object.entries(cases) as [CaseId, Partial<Record<Side, Summary>>][]) {
@@ -146,7 +148,8 @@ export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | nu
         const pays = id.startsWith("push") || id === "burst";
         const catchUp = pays ? `${cell(r.catchUpMs)}${r.maxBacklog === null ? "" : ` (${r.maxBacklog})`}` : "";
         const flags = r.cutShort > 0 ? ` (${r.cutShort} cut short)` : "";
-        const main = Number.isNaN(r.mainThreadBusy) ? "" : ` (${r.mainThreadCpuUs}, ${Math.round(r.mainThreadBusy * 100)} %)`;
+        const waiting = r.mainThreadWaiting === null ? "" : ` + ${Math.round(r.mainThreadWaiting * 100)} % waiting`;
+        const main = Number.isNaN(r.mainThreadBusy) ? "" : ` (${r.mainThreadCpuUs}, ${Math.round(r.mainThreadBusy * 100)} %${waiting})`;
         lines.push(`| ${dialect} | ${CASES[id]} | ${side} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.serverCpuUs}${main} | ${cell(r.machineBusyCores)} | ${r.postgresCpuUs === null ? "n/a" : `${cell(r.postgresOwnCpuUs)} (${r.postgresCpuUs})`} | ${catchUp} | ${r.rounds.join(", ")}${flags} | ${r.non2xx + r.errors} |`);
       }
     }

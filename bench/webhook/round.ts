@@ -27,8 +27,10 @@ export interface RoundSample {
   serverCpuUs: number;
   /** The server's main thread's share of it, µs per answered request. */
   mainThreadCpuUs: number;
-  /** How busy the main thread was over the round (its CPU / the round's time, 0–1): near 1, it is the limit. */
+  /** How busy the main thread was over the round (its CPU / the round's time, 0–1). */
   mainThreadBusy: number;
+  /** How long it waited for a core over the round (0–1; null without schedstat): busy + waiting near 1, it is the limit. */
+  mainThreadWaiting: number | null;
   /** Cores the whole machine kept busy over the round (every process); null without /proc/stat. */
   machineBusyCores: number | null;
   /** The server's CPU by thread name, µs per answered request (/proc's 10 ms ticks: rough for a thread that ran little). */
@@ -91,6 +93,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     serverCpuUs: perRequest(cpu1.micros - cpu0.micros),
     mainThreadCpuUs: perRequest(cpu1.mainMicros - cpu0.mainMicros),
     mainThreadBusy: Math.round(((cpu1.mainMicros - cpu0.mainMicros) / wallUs) * 100) / 100,
+    mainThreadWaiting: cpu0.mainWaitMicros === null || cpu1.mainWaitMicros === null ? null : Math.round(((cpu1.mainWaitMicros - cpu0.mainWaitMicros) / wallUs) * 100) / 100,
     threadCpuUs: Object.fromEntries(Object.entries(cpu1.threads).map(([name, micros]) => [name, perRequest(micros - (cpu0.threads[name] ?? 0))]).filter(([, us]) => (us as number) > 0)),
     machineBusyCores: machine0 && machine1 ? Math.round(((machine1.busy - machine0.busy) / wallUs) * 100) / 100 : null,
     postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),

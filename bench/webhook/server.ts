@@ -17,7 +17,7 @@ import type * as ServicesModule from "../../src/services.ts";
 import { benchDatabase } from "../lib/bench-database.ts";
 import { ADMIN_TOKEN, buildLayout, type Injector } from "./layout.ts";
 import { plainTypeScriptRun, type RunInputLike } from "./plugin.ts";
-import { threadsCpu } from "./probes.ts";
+import { threadsCpu, threadWaitMicros } from "./probes.ts";
 import { parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
 
 const { values: args } = parseArgs({
@@ -66,7 +66,7 @@ process.on("message", (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
     const main = process.threadCpuUsage();
-    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, threads: threadsCpu(), plainTsRuns: plainTs.runs });
+    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs });
   }
 });
 
