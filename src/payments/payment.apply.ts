@@ -8,7 +8,8 @@
 //   the record       the delivery's row (payment.record.ts), with the answer the provider gets.
 //
 // On SQLite they are statements of the one writer, one after another (in-process, each costs microseconds),
-// each built and compiled once (compiled-once.ts): building a statement cost more than running it.
+// each built and compiled once (compiled-once.ts): building a statement cost more than running it; in the
+// group's transaction they run directly on the connection, not through Kysely's executor.
 // On PostgreSQL each statement is a round trip, and each costs the server far more than its rows: the writes
 // go as one statement (data-modifying WITH clauses over arrays, payment.postgres.ts), which commits on
 // its own when commits are durable by default, and the payments whose writes are ready together share it,

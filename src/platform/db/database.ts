@@ -12,6 +12,7 @@ import type { Database } from "./schema.ts";
 import { type WalCheckpointer, walCheckpointer } from "./wal-checkpointer.ts";
 import { type AppliedMigration, type MigrationObserver, migrateToLatest, pendingMigrations } from "./migrate.ts";
 import { withStatementCache } from "./statement-cache.ts";
+import { runDirectlyInTransactions } from "./compiled-once.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -250,6 +251,7 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
   handle.pragma("busy_timeout = 5000");
   if (options.savepointsInMemory === true) handle.pragma("temp_store = MEMORY");
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), ...queryLog(options) });
+  runDirectlyInTransactions(kysely, { handle, ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }) });
   const walCheckpoints = options.walCheckpoints === true && database.file !== ":memory:" ? walCheckpointer(handle, database.file) : null;
   return {
     kysely,

@@ -19,6 +19,7 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
 import type { Database } from "./schema.ts";
+import { executeFixed } from "./compiled-once.ts";
 
 export type Work<T> = (tx: Transaction<Database>) => Promise<T>;
 /** Work that writes with one statement at most, given the database or a transaction to run it on. */
@@ -114,14 +115,14 @@ function sqliteCommitter(db: Kysely<Database>, file: string, afterCommit: () => 
       const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
       for (const [i, item] of group.entries()) {
         if (i > 0) await nextTurn();
-        await tx.executeQuery(SAVEPOINT);
+        await executeFixed(tx, SAVEPOINT);
         try {
           outcomes.push({ ok: true, value: await item.work(tx) });
         } catch (err) {
-          await tx.executeQuery(ROLLBACK_TO);
+          await executeFixed(tx, ROLLBACK_TO);
           outcomes.push({ ok: false, err });
         }
-        await tx.executeQuery(RELEASE);
+        await executeFixed(tx, RELEASE);
       }
       return outcomes;
     });

@@ -53,3 +53,71 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+// SQLite: in a transaction, a compiled-once statement runs on the connection at once (a kept better-sqlite3
+// statement), not through Kysely's executor; outside one it still waits its turn through Kysely, since the
+// one connection may be in another's transaction. What it does is what Kysely would do: these tests hold for
+// both ways, and the second fails for a direct run outside a transaction (it would join the one in progress).
+describe("queries compiled once on SQLite, run directly in transactions", () => {
+  let db: Db;
+  let drop: () => Promise<void>;
+  let seen: string[] = [];
+  before(async () => {
+    const fresh = await freshDatabase("sqlite");
+    drop = fresh.drop;
+    db = openDatabase({ kind: "sqlite", file: fresh.url.slice("sqlite:".length) }, { onQuery: (text) => seen.push(text) });
+    await db.migrate();
+  });
+  after(async () => {
+    await db?.close();
+    await drop?.();
+  });
+  const insert = compiledOnce<{ id: string; name: string; created_at: number }>("store insert, direct", (k, param) => k.insertInto("stores").values(paramRow(param, { id: true, name: true, created_at: true })));
+  const names = async () => (await db.kysely.selectFrom("stores").select("name").orderBy("name").execute()).map((r) => r.name);
+
+  test("in a transaction the statement is written in it, told to the statement hook, and undone with it", async () => {
+    await db.kysely
+      .transaction()
+      .execute(async (tx) => {
+        seen = [];
+        assert.equal((await insert(tx, { id: "st_d1", name: "direct", created_at: 1 })).numAffectedRows, 1n);
+        assert.equal((db.sqlite!.prepare("select count(*) as n from stores where id = 'st_d1'").get() as { n: number }).n, 1);
+        assert.deepEqual(seen, [`insert into "stores" ("id", "name", "created_at") values (?, ?, ?)`]);
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    assert.deepEqual(await names(), []);
+  });
+
+  test("outside a transaction it waits for the one in progress instead of running inside it", async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let opened = () => {};
+    const open = new Promise<void>((r) => (opened = r));
+    const transaction = db.kysely
+      .transaction()
+      .execute(async (tx) => {
+        await insert(tx, { id: "st_in", name: "inside", created_at: 1 });
+        opened();
+        await held;
+        throw new Error("roll back");
+      })
+      .catch(() => "rolled back");
+    await open;
+    // Sent while the transaction holds the connection: it must not become part of it.
+    const outside = insert(db.kysely, { id: "st_out", name: "outside", created_at: 2 });
+    release();
+    assert.equal(await transaction, "rolled back");
+    await outside;
+    assert.deepEqual(await names(), ["outside"]);
+  });
+
+  test("a direct run that fails rejects its promise, and the transaction can go on", async () => {
+    await db.kysely.transaction().execute(async (tx) => {
+      await insert(tx, { id: "st_twice", name: "first", created_at: 1 });
+      await assert.rejects(insert(tx, { id: "st_twice", name: "second", created_at: 2 }), /UNIQUE constraint failed/);
+      await insert(tx, { id: "st_after", name: "after", created_at: 3 });
+    });
+    assert.deepEqual(await names(), ["after", "first", "outside"]);
+  });
+});
