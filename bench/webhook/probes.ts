@@ -32,6 +32,16 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMi
 const USER_HZ = 100;
 
 /**
+ * A /proc …/stat line's name and CPU time (utime + stime, fields 14 and 15, µs). "pid (comm) state ...":
+ * comm may hold spaces, so fields are counted after its closing parenthesis.
+ */
+function parseStat(stat: string): { name: string; cpuMicros: number } {
+  const close = stat.lastIndexOf(")");
+  const fields = stat.slice(close + 2).split(" ");
+  return { name: stat.slice(stat.indexOf("(") + 1, close), cpuMicros: ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6 };
+}
+
+/**
  * The calling thread's time so far runnable but not running, waiting for a core (µs): schedstat's second
  * field (Linux with scheduler statistics); null elsewhere. Busy plus waiting near 100 % of a round: the
  * thread always had work, it is the limit.
@@ -61,10 +71,8 @@ export function threadsCpu(): Record<string, number> {
   for (const task of tasks) {
     try {
       const stat = readFileSync(`/proc/self/task/${task}/stat`, "latin1");
-      const close = stat.lastIndexOf(")");
-      const name = stat.slice(stat.indexOf("(") + 1, close);
-      const fields = stat.slice(close + 2).split(" ");
-      out[name] = (out[name] ?? 0) + ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6;
+      const { name, cpuMicros } = parseStat(stat);
+      out[name] = (out[name] ?? 0) + cpuMicros;
     } catch {
       // the thread ended while we looked
     }
@@ -107,11 +115,8 @@ function postgresProcesses(): Map<number, number> | null {
     } catch {
       continue; // ended while we looked
     }
-    // "pid (comm) state ..." — comm may hold spaces, so fields are counted after its closing parenthesis.
-    const close = stat.lastIndexOf(")");
-    if (stat.slice(stat.indexOf("(") + 1, close) !== "postgres") continue;
-    const fields = stat.slice(close + 2).split(" ");
-    out.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) / USER_HZ) * 1e6); // utime, stime: fields 14, 15
+    const { name, cpuMicros } = parseStat(stat);
+    if (name === "postgres") out.set(Number(entry), cpuMicros);
   }
   return out;
 }
