@@ -3,7 +3,9 @@
 // transaction of their own: the counter row of the store is incremented (its lock held to this commit, so
 // numbers commit in increasing order per store, without gaps) and the events are updated. A feed reader
 // who has seen number N can therefore never find a smaller one later, across processes, and no payment
-// waits on a store lock (docs/decisions/0004-event-feed-order.md).
+// waits on a store lock (docs/decisions/0004-event-feed-order.md). On PostgreSQL a payment's statement
+// numbers its own events when their store's counter is free (src/payments/payment.postgres.ts); what it
+// leaves unnumbered, and every other event, is numbered here.
 //
 // Any process may run it at any time. On PostgreSQL the events are claimed with SKIP LOCKED, so two
 // sequencers take different events, and the stores' counters are locked in store order (no deadlock). On

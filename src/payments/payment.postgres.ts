@@ -16,6 +16,14 @@
 // that raced (or that the server refused for any other reason) must not take the others with it: the group
 // is then written again one payment per statement, and each hears its own outcome. A broken connection
 // leaves the statement's commit unknown: the whole group hears that error, as a payment alone would.
+//
+// The events are numbered for the feed in the statement too, when their store's counter is free: the counter
+// row is locked with SKIP LOCKED and incremented by the group's events of that store, which take the numbers
+// in order; its lock is held to the statement's commit, as the sequencer holds it to its own, so a store's
+// numbers still commit in increasing order (docs/decisions/0004-event-feed-order.md). A counter that another
+// transaction holds (the sequencer, another process's payments), or that does not exist yet (the store's
+// first event), is not waited for: those events are written without a number and the sequencer numbers
+// them after the commit. Numbering here spares each event a second write of its row and indexes.
 import { CompiledQuery, type Kysely, type Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import type { DeliveryRow } from "./deliveries.repository.ts";
@@ -87,22 +95,29 @@ const PARTS = [
   }),
 ] as Part<Record<string, unknown>>[];
 
-/** A part's column names and its `$n::type[]` parameters (the first of them alone, for its length). */
+/** A part's column names and its `$n::type[]` parameters (the first of them alone, for its length; each by column). */
 interface Columns {
   names: string;
   params: string;
   first: string;
+  param: Record<string, string>;
 }
 let next = 1;
 const [claim, change, lines, event, record] = PARTS.map((p): Columns => {
-  const params = Object.values(p.types).map((type) => `$${next++}::${type}[]`);
-  return { names: Object.keys(p.types).join(", "), params: params.join(", "), first: params[0]! };
+  const param = Object.fromEntries(Object.entries(p.types).map(([column, type]) => [column, `$${next++}::${type}[]`]));
+  const params = Object.values(param);
+  return { names: Object.keys(p.types).join(", "), params: params.join(", "), first: params[0]!, param };
 }) as [Columns, Columns, Columns, Columns, Columns];
+const eventColumns = event.names
+  .split(", ")
+  .map((name) => `e.${name}`)
+  .join(", ");
 
 /**
  * The statement. Every WITH clause runs; the lines keep their order (ordinality: the invoice's log is read in
- * id order); the fan-out queues each event for its store's enabled endpoints that want its type (types is a
- * space-separated list, "" = all), as fanOutInsert does for SQLite.
+ * id order); the events take their numbers from their store's counter when it was free (counters, numbered:
+ * in the group's order, null otherwise); the fan-out queues each event for its store's enabled endpoints that
+ * want its type (types is a space-separated list, "" = all), as fanOutInsert does for SQLite.
  */
 const WRITE_SQL = `with claim as (
   insert into applied_events (${claim.names}) select * from unnest(${claim.params})
@@ -113,8 +128,17 @@ const WRITE_SQL = `with claim as (
 ), lines as (
   insert into invoice_logs (${lines.names})
   select ${lines.names} from unnest(${lines.params}) with ordinality as l(${lines.names}, n) order by n
+), counted as (
+  select store_id, count(*) as n from unnest(${event.param.store_id}) as e(store_id) group by store_id
+), counters as (
+  select q.store_id from event_sequences q where q.store_id in (select store_id from counted) order by q.store_id for update skip locked
+), numbered as (
+  update event_sequences q set last_seq = q.last_seq + c.n from counted c
+  where q.store_id = c.store_id and q.store_id in (select store_id from counters) returning q.store_id, q.last_seq - c.n as first
 ), event as (
-  insert into events (${event.names}) select * from unnest(${event.params})
+  insert into events (${event.names}, seq)
+  select ${eventColumns}, n.first + row_number() over (partition by e.store_id order by e.ord)
+  from unnest(${event.params}) with ordinality as e(${event.names}, ord) left join numbered n on n.store_id = e.store_id order by e.ord
 ), fan_out as (
   insert into event_deliveries (id, store_id, event_id, endpoint_id, status, attempts, next_attempt_at, claim_token, manual, created_at, updated_at)
   select 'edl_' || lpad(to_hex(f.created_at), 12, '0') || substr(md5(gen_random_uuid()::text), 1, 16), e.store_id, f.id, e.id, 'pending', 0, f.created_at, null, 0, f.created_at, f.created_at
