@@ -28,6 +28,8 @@ export interface LoadResult {
   lastAnswerAt: number;
   /** The round ran out of invoices before `seconds`. */
   cutShort: boolean;
+  /** Paced loads: every 2xx answer's latency, ms, sorted (pooled over rounds by the report). */
+  latenciesMs?: number[];
 }
 
 export interface LoadOptions {
@@ -127,7 +129,7 @@ export async function pace(options: PaceOptions): Promise<LoadResult> {
   const seconds = (performance.now() - started) / 1000;
   const sorted = latencies.sort((a, b) => a - b);
   const at = (q: number) => (sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10);
-  return { ...counts, seconds, rps: counts.answered / seconds, p50: at(0.5), p99: at(0.99), lastAnswerAt, cutShort: false };
+  return { ...counts, seconds, rps: counts.answered / seconds, p50: at(0.5), p99: at(0.99), lastAnswerAt, cutShort: false, latenciesMs: sorted };
 }
 
 /** A signed Stripe-style delivery to a store's plugin. */

@@ -13,6 +13,12 @@ export interface Summary {
   rps: number;
   p50: number;
   p99: number;
+  /**
+   * The 99th percentile of every round's answers together (paced loads: the reads), or null. A round of
+   * reads is 250 answers, whose p99 is its third slowest: the median of five such is noisier than one
+   * percentile of all 1,250.
+   */
+  pooledP99: number | null;
   serverCpuUs: number;
   mainThreadCpuUs: number;
   mainThreadBusy: number;
@@ -37,6 +43,13 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** A percentile of every round's latencies together, when every round kept them. */
+function pooledPercentile(samples: RoundSample[], q: number): number | null {
+  if (samples.length === 0 || samples.some((s) => s.latenciesMs === undefined)) return null;
+  const all = samples.flatMap((s) => s.latenciesMs!).sort((a, b) => a - b);
+  return all.length === 0 ? null : Math.round(all[Math.min(all.length - 1, Math.floor(q * all.length))]! * 10) / 10;
+}
+
 const nonNull = (xs: (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === "number");
 
 export function summarize(samples: RoundSample[]): Summary {
@@ -49,6 +62,7 @@ export function summarize(samples: RoundSample[]): Summary {
     rps: Math.round(median(samples.map((s) => s.rps))),
     p50: median(samples.map((s) => s.p50)),
     p99: median(samples.map((s) => s.p99)),
+    pooledP99: pooledPercentile(samples, 0.99),
     serverCpuUs: Math.round(median(samples.map((s) => s.serverCpuUs))),
     // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
     mainThreadCpuUs: Math.round(median(nonNull(samples.map((s) => s.mainThreadCpuUs)))),
@@ -110,7 +124,7 @@ export function ratios(summaries: Summaries, disk: DiskRates | null): Ratio[] {
     const s = (id: CaseId, side: Side) => cases[id]?.[side];
     type Get = (x: Summary) => number;
     const pair = (a: Summary | undefined, b: Summary | undefined, get: Get, unit: string): [number, number, string] | null =>
-      a && b ? [get(a), get(b), `${get(a)} / ${get(b)}${unit}`] : null;
+      a && b && Number.isFinite(get(a)) && Number.isFinite(get(b)) ? [get(a), get(b), `${get(a)} / ${get(b)}${unit}`] : null;
     const rps: Get = (x) => x.rps;
     // CPU per payment: the server's, and on PostgreSQL its own backends' beside it (steadier than every
     // postgres process, which counts other engineers' databases too).
@@ -122,7 +136,10 @@ export function ratios(summaries: Summaries, disk: DiskRates | null): Ratio[] {
     add("long-history customers / 5-invoice customers, deliveries/s", "≥ 0.67", (side) => pair(s("push-history", side), s("push", side), rps, "/s"));
     add(`long-history / 5-invoice customers, ${cpuName}`, "≤ 1.5", (side) => pair(s("push-history", side), s("push", side), cpu, " µs"));
     add("reads p50 during the burst / alone", "≤ 1.5", (side) => pair(s("reads-burst", side), s("reads-alone", side), (x) => x.p50, " ms"));
-    add("reads p99 during the burst / alone", "≤ 1.5", (side) => pair(s("reads-burst", side), s("reads-alone", side), (x) => x.p99, " ms"));
+    // The target on every round's reads pooled (steadier); the median of the rounds' p99s beside it, as before.
+    const pooledP99: Get = (x) => x.pooledP99 ?? NaN;
+    add("reads p99 during the burst / alone, every round's reads pooled", "≤ 1.5", (side) => pair(s("reads-burst", side), s("reads-alone", side), pooledP99, " ms"));
+    add("reads p99 during the burst / alone, median of the rounds' p99s", "info", (side) => pair(s("reads-burst", side), s("reads-alone", side), (x) => x.p99, " ms"));
     add("reads/s during the burst / alone", "≈ 1 (fixed rate)", (side) => pair(s("reads-burst", side), s("reads-alone", side), rps, "/s"));
     add("ignore, sandboxed Lua / plain TypeScript, deliveries/s", "≥ 0.5", (side) => pair(s("ignore", side), s("ignore-ts", side), rps, "/s"));
     const limit = dialect === "sqlite" ? disk?.sqliteFull : disk?.postgres32;

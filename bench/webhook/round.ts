@@ -43,6 +43,8 @@ export interface RoundSample {
   catchUpMs?: number | null;
   maxBacklog?: number | null;
   maxLagSeconds?: number | null;
+  /** Paced loads (the reads): every answer's latency, ms; kept out of latest.json. */
+  latenciesMs?: number[];
 }
 
 export interface RoundOptions {
@@ -98,6 +100,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     machineBusyCores: machine0 && machine1 ? Math.round(((machine1.busy - machine0.busy) / wallUs) * 100) / 100 : null,
     postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),
     postgresOwnCpuUs: pgSpent === null ? null : perRequest(pgSpent.own),
+    ...(r.latenciesMs === undefined ? {} : { latenciesMs: r.latenciesMs }),
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
