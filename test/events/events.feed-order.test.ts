@@ -9,6 +9,7 @@ import { describe, test } from "node:test";
 import { buildApp } from "../../src/app.ts";
 import { createServices } from "../../src/services.ts";
 import { createHarness, DIALECTS, expectStatus, type Harness } from "../helpers/harness.ts";
+import { holdTransaction } from "../helpers/held-transaction.ts";
 import { installPlugin, sign, SIGNED_PLUGIN } from "../helpers/webhook.ts";
 
 /** Reads the store's feed with its cursor, as fast as it can, until the writers are done and a page is empty. */
@@ -46,32 +47,36 @@ async function assertSeenInOrder(h: Harness, storeId: string, seen: string[], co
   assert.deepEqual(seen, committed.map((e) => e.id), "every event, in number order");
 }
 
+/** Six writers run while a reader polls the store's feed; then the reader must have seen every event once, in number order. */
+async function writeWhileReading(h: Harness, store: { id: string; key: string }, events: number, write: (w: number) => Promise<void>): Promise<void> {
+  let writing = true;
+  const feed = pollFeed(h, store.key, () => writing);
+  try {
+    await Promise.all([0, 1, 2, 3, 4, 5].map(write));
+  } finally {
+    writing = false;
+    await feed.done.catch(() => {});
+  }
+  await feed.done;
+  await assertSeenInOrder(h, store.id, feed.seen, events);
+}
+
 for (const { name: dialect, skip } of DIALECTS) {
   describe(`event feed under concurrent writers on ${dialect}`, { skip }, () => {
     test("a polling reader sees every event once, in the order the store's events committed", async () => {
       // The reader polls as fast as it can: the read API's per-key limit (600 a minute) is not what this measures.
       const h = await createHarness(dialect, { RATE_LIMIT_MAX: "1000000" });
       const other = dialect === "postgres" ? await createServices(h.config, { now: h.clock.now }) : h.services;
-      let writing = true;
-      let reader: Promise<void> = Promise.resolve();
       try {
         const store = await h.store();
         const customer = await h.customer(store.id);
         const writers = [h.services, other];
-        const write = async (w: number) => {
+        await writeWhileReading(h, store, 240, async (w) => {
           for (let i = 0; i < 40; i++) {
             await writers[(w + i) % 2]!.invoices.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: `v${w}`, quantity: 1, price: 1 }] });
           }
-        };
-        const feed = pollFeed(h, store.key, () => writing);
-        reader = feed.done;
-        await Promise.all([0, 1, 2, 3, 4, 5].map(write));
-        writing = false;
-        await reader;
-        await assertSeenInOrder(h, store.id, feed.seen, 240);
+        });
       } finally {
-        writing = false;
-        await reader.catch(() => {});
         if (other !== h.services) await other.close();
         await h.close();
       }
@@ -83,14 +88,12 @@ for (const { name: dialect, skip } of DIALECTS) {
       const h = await createHarness(dialect, { RATE_LIMIT_MAX: "1000000", WEBHOOK_RATE_LIMIT_MAX: "1000000" });
       const other = dialect === "postgres" ? await createServices(h.config, { now: h.clock.now }) : h.services;
       const otherApp = other === h.services ? h.app : await buildApp(other, { logger: false });
-      let writing = true;
-      let reader: Promise<void> = Promise.resolve();
       try {
         const store = await h.store();
         await installPlugin(h, store.id, "pay", SIGNED_PLUGIN);
         const customer = await h.customer(store.id);
         const writers = [h, { services: other, app: otherApp }];
-        const write = async (w: number) => {
+        await writeWhileReading(h, store, 240, async (w) => {
           for (let i = 0; i < 20; i++) {
             const invoice = await writers[(w + i) % 2]!.services.invoices.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: `v${w}`, quantity: 1, price: 1 }] });
             const body = JSON.stringify({ id: `evt_${w}_${i}`, type: "paid", invoiceId: invoice.id });
@@ -102,18 +105,10 @@ for (const { name: dialect, skip } of DIALECTS) {
             });
             expectStatus(paid, 200);
           }
-        };
-        const feed = pollFeed(h, store.key, () => writing);
-        reader = feed.done;
-        await Promise.all([0, 1, 2, 3, 4, 5].map(write));
-        writing = false;
-        await reader;
-        await assertSeenInOrder(h, store.id, feed.seen, 240);
+        });
         const paid = await h.services.db.kysely.selectFrom("events").select("id").where("store_id", "=", store.id).where("type", "=", "invoice.completed").execute();
         assert.equal(paid.length, 120, "every payment's event");
       } finally {
-        writing = false;
-        await reader.catch(() => {});
         if (otherApp !== h.app) await otherApp.close();
         if (other !== h.services) await other.close();
         await h.close();
@@ -132,23 +127,22 @@ describe("a list read while another sequencer numbers the same events", { skip: 
       const db = h.services.db.kysely;
       // Another sequencer mid-pass: it holds the store's unnumbered events (FOR UPDATE) and commits their
       // numbers a little later, as the background loop or another process does.
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => (release = resolve));
-      let locked!: () => void;
-      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-      const other = db.transaction().execute(async (tx) => {
-        const rows = await tx.selectFrom("events").select("id").where("store_id", "=", store.id).where("seq", "is", null).forUpdate().execute();
-        assert.equal(rows.length, 1, "the checkout's event, not numbered yet");
-        locked();
-        await held;
-        await tx.insertInto("event_sequences").values({ store_id: store.id, last_seq: 1 }).execute();
-        await tx.updateTable("events").set({ seq: 1 }).where("id", "=", rows[0]!.id).execute();
-      });
-      await lockTaken;
+      const other = await holdTransaction(
+        db,
+        async (tx) => {
+          const rows = await tx.selectFrom("events").select("id").where("store_id", "=", store.id).where("seq", "is", null).forUpdate().execute();
+          assert.equal(rows.length, 1, "the checkout's event, not numbered yet");
+          return rows[0]!.id;
+        },
+        async (tx, id) => {
+          await tx.insertInto("event_sequences").values({ store_id: store.id, last_seq: 1 }).execute();
+          await tx.updateTable("events").set({ seq: 1 }).where("id", "=", id).execute();
+        },
+      );
       const listed = h.services.events.listEvents(store.id, { limit: 10 });
-      setTimeout(release, 100);
+      setTimeout(other.release, 100);
       const { events } = await listed;
-      await other;
+      await other.done;
       assert.deepEqual(events.map((e) => e.type), ["invoice.created"], "the event committed before the read is listed");
     } finally {
       await h.close();

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { createHarness, DIALECTS, expectStatus } from "../helpers/harness.ts";
+import { holdTransaction } from "../helpers/held-transaction.ts";
 import { deliverSigned, paymentSetup } from "../helpers/webhook.ts";
 
 const pg = DIALECTS.find((d) => d.name === "postgres")!;
@@ -35,22 +36,13 @@ describe("a payment's event number on postgres", { skip: pg.skip }, () => {
       const { store, invoice } = await paymentSetup(h);
       await h.services.sequencer.run(store.id);
       const db = h.services.db.kysely;
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => (release = resolve));
-      let locked!: () => void;
-      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
       // Another numbering mid-transaction (a sequencer's pass, another process's payments): the counter's row lock.
-      const other = db.transaction().execute(async (tx) => {
-        await tx.selectFrom("event_sequences").select("last_seq").where("store_id", "=", store.id).forUpdate().execute();
-        locked();
-        await held;
-      });
-      await lockTaken;
+      const other = await holdTransaction(db, (tx) => tx.selectFrom("event_sequences").select("last_seq").where("store_id", "=", store.id).forUpdate().execute());
       // A payment that waited for the counter would hang here: the lock goes after 5 s at the latest.
       let released = false;
       const timer = setTimeout(() => {
         released = true;
-        release();
+        other.release();
       }, 5_000);
       try {
         expectStatus(await deliverSigned(h, store.id, { id: "evt_1", type: "paid", invoiceId: invoice.id }), 200);
@@ -59,8 +51,8 @@ describe("a payment's event number on postgres", { skip: pg.skip }, () => {
         assert.equal(paid.seq, null, "answered while the counter was held, unnumbered");
       } finally {
         clearTimeout(timer);
-        release();
-        await other;
+        other.release();
+        await other.done;
       }
       assert.equal(await h.services.sequencer.run(store.id), 1);
       const r = await h.get("/api/service/events?limit=10", store.key);
