@@ -60,8 +60,9 @@ export function summarize(samples: RoundSample[]): Summary {
   const pgOwn = nonNull(samples.map((s) => s.postgresOwnCpuUs));
   return {
     rps: Math.round(median(samples.map((s) => s.rps))),
-    p50: median(samples.map((s) => s.p50)),
-    p99: median(samples.map((s) => s.p99)),
+    // Latencies are kept to 0.1 ms; the median of an even number of rounds is a mean of two, rounded again.
+    p50: round2(median(samples.map((s) => s.p50))),
+    p99: round2(median(samples.map((s) => s.p99))),
     pooledP99: pooledPercentile(samples, 0.99),
     serverCpuUs: Math.round(median(samples.map((s) => s.serverCpuUs))),
     // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
