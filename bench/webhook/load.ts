@@ -91,6 +91,11 @@ export interface PaceOptions {
   next: () => Request;
 }
 
+/** The `q` quantile of latencies sorted ascending, to 0.1 ms (NaN when there are none). */
+export function percentile(sorted: readonly number[], q: number): number {
+  return sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
+}
+
 /** Open-loop requests at a fixed rate; latency from the moment each is issued to its whole answer. */
 export async function pace(options: PaceOptions): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
@@ -128,8 +133,7 @@ export async function pace(options: PaceOptions): Promise<LoadResult> {
   agent.destroy();
   const seconds = (performance.now() - started) / 1000;
   const sorted = latencies.sort((a, b) => a - b);
-  const at = (q: number) => (sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10);
-  return { ...counts, seconds, rps: counts.answered / seconds, p50: at(0.5), p99: at(0.99), lastAnswerAt, cutShort: false, latenciesMs: sorted };
+  return { ...counts, seconds, rps: counts.answered / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), lastAnswerAt, cutShort: false, latenciesMs: sorted };
 }
 
 /** A signed Stripe-style delivery to a store's plugin. */

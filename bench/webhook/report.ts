@@ -3,6 +3,7 @@
 import type { CaseId } from "./cases.ts";
 import { CASES } from "./cases.ts";
 import type { DiskRates } from "./disk.ts";
+import { percentile } from "./load.ts";
 import type { RoundSample } from "./round.ts";
 
 export type Side = "this" | "baseline";
@@ -47,7 +48,7 @@ export function median(xs: number[]): number {
 function pooledPercentile(samples: RoundSample[], q: number): number | null {
   if (samples.length === 0 || samples.some((s) => s.latenciesMs === undefined)) return null;
   const all = samples.flatMap((s) => s.latenciesMs!).sort((a, b) => a - b);
-  return all.length === 0 ? null : Math.round(all[Math.min(all.length - 1, Math.floor(q * all.length))]! * 10) / 10;
+  return all.length === 0 ? null : percentile(all, q);
 }
 
 const nonNull = (xs: (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === "number");
