@@ -152,19 +152,14 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
    * PostgreSQL: the documents rows are locked first (SKIP LOCKED: those another projector holds are left to
    * it), then their marks read, then their sources (each statement sees what committed before it, so every
    * change those marks stand for); exactly the marks read are deleted: a change that commits meanwhile keeps
-   * its own mark for the next pass.
+   * its own mark for the next pass. Four round trips besides the build: BEGIN, the locks with the marks,
+   * the documents written with the marks deleted, COMMIT.
    */
   async function rebuildPostgres(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ documents: number; marks: number }> {
-    const locked = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).forUpdate().skipLocked().execute()).map((r) => r.id));
-    const present = new Set((await tx.selectFrom(views).select("id").where("id", "in", candidates).execute()).map((r) => r.id));
-    // Gone (the owner was deleted): only its marks go.
-    const ids = candidates.filter((id) => locked.has(id) || !present.has(id));
+    const { ids, positions } = await lockWithMarks(tx, views, candidates);
     if (ids.length === 0) return { documents: 0, marks: 0 };
-    const stale = STALE_OF[views];
-    const seen = await tx.selectFrom(stale).select(sql<string[] | null>`array_agg(pos)`.as("positions")).where("doc_id", "in", ids).executeTakeFirst();
-    await writeBodies(tx, views, await build(tx, views, ids));
-    if (seen?.positions) await tx.deleteFrom(stale).where(sql<boolean>`pos = any(${seen.positions}::bigint[])`).execute();
-    return { documents: ids.length, marks: seen?.positions?.length ?? 0 };
+    await writePostgres(tx, views, await build(tx, views, ids), positions);
+    return { documents: ids.length, marks: positions.length };
   }
 
   async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
@@ -303,20 +298,40 @@ const writeBody = {
   invoice_views: compiledOnce<{ id: string; body: string }>("invoice document", (db, param) => db.updateTable("invoice_views").set({ body: param((d) => d.body) }).where("id", "=", param((d) => d.id))),
 };
 
-/**
- * The bodies written. On SQLite one statement per document, of one text (a statement for all would be a
- * new text, prepared again, for every number of documents). On PostgreSQL, where each statement is a round
- * trip, one for all, each body a parameter of its own (in an array parameter every quote of a megabyte's
- * JSON would be escaped on this thread first).
- */
+/** SQLite: the bodies written, one statement per document, of one text (prepared once). */
 async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
-  if (bodies.size === 0) return;
-  if (tx.getExecutor().adapter instanceof SqliteAdapter) {
-    for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
+  for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
+}
+
+/**
+ * PostgreSQL: locks the candidates' documents rows, skipping those another projector holds, and reads the
+ * marks of those it locked and of those whose row is gone (the owner was deleted: only its marks go), in
+ * one statement. Its snapshot is taken before the locks: a pass that committed in between has deleted
+ * marks this one still reads, and rebuilds from sources newer than them (deleting a deleted mark is nothing).
+ */
+async function lockWithMarks(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ ids: string[]; positions: string[] }> {
+  const table = sql.table(views);
+  const { rows } = await sql<{ ids: string[]; positions: string[] | null }>`with candidate as (select unnest(${candidates}::text[]) as id),
+  locked as materialized (select v.id from ${table} v where v.id in (select id from candidate) for update skip locked),
+  taken as (select c.id from candidate c where c.id in (select id from locked) or not exists (select 1 from ${table} v where v.id = c.id))
+  select array(select id from taken) as ids, (select array_agg(s.pos) from ${sql.table(STALE_OF[views])} s where s.doc_id in (select id from taken)) as positions`.execute(tx);
+  return { ids: rows[0]!.ids, positions: rows[0]!.positions ?? [] };
+}
+
+/**
+ * PostgreSQL: the bodies written and the marks read for them deleted, in one statement (one round trip).
+ * Each body is a parameter of its own (in an array parameter every quote of a megabyte's JSON would be
+ * escaped on this thread first), joined to its row by id.
+ */
+async function writePostgres(tx: Executor, views: Views, bodies: Map<string, string>, positions: string[]): Promise<void> {
+  const deleteMarks = sql`delete from ${sql.table(STALE_OF[views])} where pos = any(${positions}::bigint[])`;
+  if (bodies.size === 0) {
+    await deleteMarks.execute(tx);
     return;
   }
-  const bodyOf = sql.join([...bodies].map(([id, body]) => sql`when ${id} then ${body}`), sql` `);
-  await tx.updateTable(views).set({ body: sql<string>`case id ${bodyOf} end` }).where("id", "in", [...bodies.keys()]).execute();
+  const rows = sql.join([...bodies].map(([id, body]) => sql`(${id}, ${body})`));
+  const write = sql`update ${sql.table(views)} v set body = b.body from (values ${rows}) as b(id, body) where v.id = b.id`;
+  await sql`with written as (${write}) ${deleteMarks}`.execute(tx);
 }
 
 function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
