@@ -57,7 +57,7 @@ export async function rebuildReadModel(db: Kysely<Database>, storeId?: string, o
     if (storeId !== undefined) q = q.where("doc_id", "in", (eb) => eb.selectFrom(owner).select("id").where("store_id", "=", storeId));
     await q.execute();
     // PostgreSQL: the rows just deleted (a seed's: hundreds of thousands) would stay until autovacuum comes.
-    if (!(db.getExecutor().adapter instanceof SqliteAdapter)) await vacuumMarks(db, views, { shrink: true });
+    if (!(db.getExecutor().adapter instanceof SqliteAdapter)) await vacuumMarks(db, views);
   }
 }
 

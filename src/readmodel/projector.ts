@@ -360,15 +360,9 @@ async function customerBodies(db: Executor, ids: string[]): Promise<Map<string, 
  * webhook bench, 50-240 ms a statement). A vacuum of the small table that a healthy queue is takes a few
  * milliseconds. SKIP_LOCKED: a table another vacuum holds is left to it. A role that does not own the table
  * gets a warning, not an error, and the table is left to autovacuum.
- *
- * `shrink: false` (the projector's vacuums) keeps the table's empty pages for the next marks. Cutting them
- * off takes the table's exclusive lock: the vacuum waits for no writer to hold the table (retrying every
- * 50 ms for up to 5 s, on a busy service nearly always that long), and once it has the lock every payment's
- * marks and every page read's look at the marks wait for the cut. A rebuild, whose deletes can leave
- * hundreds of thousands of pages empty, shrinks the table; so does autovacuum.
  */
-export async function vacuumMarks(db: Kysely<Database>, views: Views, { shrink }: { shrink: boolean }): Promise<void> {
-  await sql.raw(`vacuum (skip_locked, truncate ${shrink ? "true" : "false"}) ${STALE_OF[views]}`).execute(db);
+export async function vacuumMarks(db: Kysely<Database>, views: Views): Promise<void> {
+  await sql.raw(`vacuum (skip_locked) ${STALE_OF[views]}`).execute(db);
 }
 
 /**
@@ -391,7 +385,7 @@ function vacuumAfterDeletes(db: Kysely<Database>, now: () => number): { deleted(
       running.add(views);
       // Not awaited: the next pass goes on meanwhile. A failure (the connection lost, the database closing)
       // leaves the table to the next threshold, or to autovacuum.
-      vacuumMarks(db, views, { shrink: false })
+      vacuumMarks(db, views)
         .catch(() => {})
         .finally(() => running.delete(views));
     },
