@@ -308,14 +308,20 @@ async function writeBodies(tx: Executor, views: Views, bodies: Map<string, strin
  * marks of those it locked and of those whose row is gone (the owner was deleted: only its marks go), in
  * one statement. Its snapshot is taken before the locks: a pass that committed in between has deleted
  * marks this one still reads, and rebuilds from sources newer than them (deleting a deleted mark is nothing).
+ * The marks are looked up by their index, document by document (`= any` of an array): a join to the
+ * documents taken was planned as a hash join over every mark, and a backlog's table is megabytes.
  */
-async function lockWithMarks(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ ids: string[]; positions: string[] }> {
+export function lockWithMarksQuery(views: Views, candidates: string[]) {
   const table = sql.table(views);
-  const { rows } = await sql<{ ids: string[]; positions: string[] | null }>`with candidate as (select unnest(${candidates}::text[]) as id),
+  return sql<{ ids: string[]; positions: string[] }>`with candidate as (select unnest(${candidates}::text[]) as id),
   locked as materialized (select v.id from ${table} v where v.id in (select id from candidate) for update skip locked),
   taken as (select c.id from candidate c where c.id in (select id from locked) or not exists (select 1 from ${table} v where v.id = c.id))
-  select array(select id from taken) as ids, (select array_agg(s.pos) from ${sql.table(STALE_OF[views])} s where s.doc_id in (select id from taken)) as positions`.execute(tx);
-  return { ids: rows[0]!.ids, positions: rows[0]!.positions ?? [] };
+  select array(select id from taken) as ids, array(select s.pos from ${sql.table(STALE_OF[views])} s where s.doc_id = any(array(select id from taken))) as positions`;
+}
+
+async function lockWithMarks(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ ids: string[]; positions: string[] }> {
+  const { rows } = await lockWithMarksQuery(views, candidates).execute(tx);
+  return rows[0]!;
 }
 
 /**

@@ -1,7 +1,8 @@
 // PostgreSQL: a page looks up each of its documents' marks through the marks' index, also after a bulk
 // write left the marks table large (or large in the planner's statistics, its rows deleted but not yet
 // vacuumed). Before, `id in (select doc_id from stale_…)` read every mark once per statement: 28–110 ms a
-// page after 300,000 marks instead of ~1 ms (src/readmodel/paging.ts, freshBody).
+// page after 300,000 marks instead of ~1 ms (src/readmodel/paging.ts, freshBody). So does a projector pass,
+// for the documents it rebuilds (src/readmodel/projector.ts, lockWithMarksQuery).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
@@ -11,6 +12,7 @@ import { parseListQuery } from "../../src/lib/list-query.ts";
 import type { PreparedStatement } from "../../src/platform/db/database.ts";
 import { createCustomersRepository } from "../../src/readmodel/customer-documents.ts";
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
+import { lockWithMarksQuery } from "../../src/readmodel/projector.ts";
 import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
 import { seedStore } from "../../src/seed/seed.ts";
 import { createServices } from "../../src/services.ts";
@@ -90,6 +92,39 @@ test("PostgreSQL: the marks tables are vacuumed and analyzed after every 1,000 c
     for (const r of rows) {
       for (const option of ["autovacuum_vacuum_threshold=1000", "autovacuum_vacuum_scale_factor=0", "autovacuum_analyze_threshold=1000", "autovacuum_analyze_scale_factor=0"]) {
         assert.ok(r.reloptions?.includes(option), `${r.relname}: ${option} in ${JSON.stringify(r.reloptions)}`);
+      }
+    }
+  } finally {
+    await services.close();
+    await database.drop();
+  }
+});
+
+test("PostgreSQL: a projector pass reads its documents' marks through the index, never a scan of every mark", { skip: pgSkip }, async () => {
+  const database = await freshDatabase("postgres");
+  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") });
+  const services = await createServices(config);
+  try {
+    const { storeId } = await seedStore(services.db, { customers: 200, seed: 5, until: UNTIL });
+    const db = services.db.kysely;
+    for (const views of VIEWS) await sql.raw(`alter table stale_${views} set (autovacuum_enabled = false)`).execute(db);
+    for (const views of VIEWS) {
+      // A backlog: marks of other documents, and some of the pass's own.
+      await sql.raw(`insert into stale_${views} (doc_id, created_at) select 'other_' || g, 0 from generate_series(1, 3000) g`).execute(db);
+      const ids = (await sql.raw<{ id: string }>(`select id from ${views} where store_id = '${storeId}' limit 100`).execute(db)).rows.map((r) => r.id);
+      await sql.raw(`insert into stale_${views} (doc_id, created_at) select unnest(array[${ids.map((id) => `'${id}'`).join(", ")}]), 0`).execute(db);
+      await sql.raw(`analyze stale_${views}`).execute(db);
+      const { sql: text } = lockWithMarksQuery(views, ids).compile(db);
+      const array = `'{${ids.join(",")}}'`;
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        const plan = await db.connection().execute(async (c) => {
+          await sql.raw(`begin; set local plan_cache_mode = ${mode}; prepare pass as ${text}`).execute(c);
+          const { rows } = await sql.raw<{ "QUERY PLAN": string }>(`explain (analyze, costs off) execute pass(${array})`).execute(c);
+          await sql.raw("deallocate pass; rollback").execute(c);
+          return rows.map((r) => r["QUERY PLAN"]).join("\n");
+        });
+        assert.doesNotMatch(plan, new RegExp(`Seq Scan on stale_${views}`), `${views}, ${mode}: the pass scans every mark:\n${plan}`);
+        assert.match(plan, new RegExp(`Index (Only )?Scan (using|on) stale_${views}_doc`), `${views}, ${mode}:\n${plan}`);
       }
     }
   } finally {
