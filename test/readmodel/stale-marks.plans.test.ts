@@ -6,10 +6,11 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { loadConfig } from "../../src/config.ts";
 import { parseListQuery } from "../../src/lib/list-query.ts";
 import type { PreparedStatement } from "../../src/platform/db/database.ts";
+import type { Database } from "../../src/platform/db/schema.ts";
 import { createCustomersRepository } from "../../src/readmodel/customer-documents.ts";
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
 import { lockWithMarksQuery } from "../../src/readmodel/projector.ts";
@@ -21,13 +22,22 @@ import { freshDatabase, pgSkip } from "../helpers/harness.ts";
 const UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 const VIEWS = ["invoice_views", "customer_views"] as const;
 
-test("PostgreSQL: after a bulk write, a page probes each document's mark through the index, never a scan of every mark", { skip: pgSkip }, async () => {
+/** A fresh database with a seeded store of 200 customers, for `work`. */
+async function withSeededStore(work: (db: Kysely<Database>, storeId: string) => Promise<void>): Promise<void> {
   const database = await freshDatabase("postgres");
   const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") });
   const services = await createServices(config);
   try {
     const { storeId } = await seedStore(services.db, { customers: 200, seed: 5, until: UNTIL });
-    const db = services.db.kysely;
+    await work(services.db.kysely, storeId);
+  } finally {
+    await services.close();
+    await database.drop();
+  }
+}
+
+test("PostgreSQL: after a bulk write, a page probes each document's mark through the index, never a scan of every mark", { skip: pgSkip }, async () => {
+  await withSeededStore(async (db, storeId) => {
     // The unfiltered page statements as the repositories bind them, captured instead of run.
     const captured: { statement: PreparedStatement; params: unknown[] }[] = [];
     const source = {
@@ -75,10 +85,7 @@ test("PostgreSQL: after a bulk write, a page probes each document's mark through
       await sql.raw(`analyze stale_${views}`).execute(db);
     }
     await expectProbes("30,000 marks");
-  } finally {
-    await services.close();
-    await database.drop();
-  }
+  });
 });
 
 test("PostgreSQL: the marks tables are vacuumed and analyzed after every 1,000 changes (migration 0022)", { skip: pgSkip }, async () => {
@@ -101,12 +108,7 @@ test("PostgreSQL: the marks tables are vacuumed and analyzed after every 1,000 c
 });
 
 test("PostgreSQL: a projector pass reads its documents' marks through the index, never a scan of every mark", { skip: pgSkip }, async () => {
-  const database = await freshDatabase("postgres");
-  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") });
-  const services = await createServices(config);
-  try {
-    const { storeId } = await seedStore(services.db, { customers: 200, seed: 5, until: UNTIL });
-    const db = services.db.kysely;
+  await withSeededStore(async (db, storeId) => {
     for (const views of VIEWS) await sql.raw(`alter table stale_${views} set (autovacuum_enabled = false)`).execute(db);
     for (const views of VIEWS) {
       // A backlog: marks of other documents, and some of the pass's own.
@@ -127,8 +129,5 @@ test("PostgreSQL: a projector pass reads its documents' marks through the index,
         assert.match(plan, new RegExp(`Index (Only )?Scan (using|on) stale_${views}_doc`), `${views}, ${mode}:\n${plan}`);
       }
     }
-  } finally {
-    await services.close();
-    await database.drop();
-  }
+  });
 });
