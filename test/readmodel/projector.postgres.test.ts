@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { createHarness, type Harness, pgSkip } from "../helpers/harness.ts";
 import { holdTransaction } from "../helpers/held-transaction.ts";
 
 /** Round trips of a pass that rebuilds invoices and finds no customer stale: picking, BEGIN, locks with marks, four reads, write, COMMIT; the customers' pick. */
 const PASS_STATEMENTS_MAX = 10;
 
-describe("PostgreSQL: projectors side by side", { skip: DIALECTS[1]!.skip }, () => {
+describe("PostgreSQL: projectors side by side", { skip: pgSkip }, () => {
   let h: Harness;
   let statements: string[] | null = null;
   before(async () => {
