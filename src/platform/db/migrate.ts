@@ -28,6 +28,7 @@ import * as m0021 from "./migrations/0021_console_workbench.ts";
 import * as m0022 from "./migrations/0022_stale_marks_autovacuum.ts";
 import * as m0023 from "./migrations/0023_marks_skip_unmoved.ts";
 import * as m0024 from "./migrations/0024_payment_raced.ts";
+import * as m0025 from "./migrations/0025_marks_per_statement.ts";
 
 import type { MigrationContext } from "./migrations/context.ts";
 
@@ -59,6 +60,7 @@ const migrations: Record<string, MigrationModule> = {
   "0022_stale_marks_autovacuum": m0022,
   "0023_marks_skip_unmoved": m0023,
   "0024_payment_raced": m0024,
+  "0025_marks_per_statement": m0025,
 };
 
 /** The migrations this release ships, oldest first. */
