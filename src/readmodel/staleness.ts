@@ -1,7 +1,8 @@
 // Which writes make which documents stale: the read model's one list. A write to a row of a source table
 // makes stale the documents named by the row's columns below; the database's triggers (installed by
-// migration 0017, which keeps its own frozen copy) mark exactly these, in the write's transaction, and
-// test/readmodel/staleness.test.ts checks the installed triggers against this list.
+// migration 0017, on PostgreSQL replaced by 0025's statement triggers; each keeps its own frozen copy) mark
+// exactly these, in the write's transaction, and test/readmodel/staleness.test.ts checks the installed
+// triggers against this list.
 export type Views = "customer_views" | "invoice_views";
 
 /** Source table → the documents a row of it belongs to: [documents table, the row's column naming one]. */
