@@ -120,7 +120,7 @@ const eventColumns = event.names
  * want its type (types is a space-separated list, "" = all), as fanOutInsert does for SQLite.
  */
 const WRITE_SQL = `with claim as (
-  insert into applied_events (${claim.names}) select * from unnest(${claim.params})
+  insert into applied_events (${claim.names}) select ${claim.names} from unnest(${claim.params}) as c(${claim.names})
   on conflict (store_id, plugin_name, event_key) do nothing returning 1
 ), cas as (
   update invoices i set status = c.status_to, updated_at = c.at from unnest(${change.params}) as c(${change.names})
@@ -147,7 +147,7 @@ const WRITE_SQL = `with claim as (
   where e.enabled = 1 and (e.types = '' or strpos(' ' || e.types || ' ', ' ' || f.type || ' ') > 0)
   returning endpoint_id
 ), record as (
-  insert into deliveries (${record.names}) select * from unnest(${record.params})
+  insert into deliveries (${record.names}) select ${record.names} from unnest(${record.params}) as r(${record.names})
 )
 select case when (select count(*) from claim) = cardinality(${claim.first})
   and (select count(*) from cas) = cardinality(${change.first}) then 1 else storefront_payment_raced() end as applied,

@@ -61,6 +61,27 @@ for (const dialect of DIALECTS) {
         const writes = sent.find((s) => s.startsWith("with"));
         for (const table of ["applied_events", "invoices", "invoice_logs", "event_sequences", "events", "event_deliveries", "deliveries"]) assert.match(writes ?? "", new RegExp(`(insert into|update) "?${table}"? `), `the one write statement writes ${table}`);
       });
+
+      test("on PostgreSQL the payments' write statement is prepared once per connection, not parsed and planned for each payment", async () => {
+        const { store, invoice } = await paymentSetup(h);
+        for (let i = 0; i < 4; i++) {
+          const next = await h.checkout(store.id, { customerId: invoice.customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
+          assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: next.id })).statusCode, 200);
+        }
+        // The server's own record of each idle connection's prepared statements.
+        const pool = h.services.db.pgPool!;
+        const clients = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
+        let runs = 0;
+        try {
+          for (const client of clients) {
+            const { rows } = await client.query<{ runs: string }>("select coalesce(sum(generic_plans + custom_plans), 0) as runs from pg_prepared_statements where statement like 'with claim as%'");
+            runs += Number(rows[0]!.runs);
+          }
+        } finally {
+          for (const client of clients) client.release();
+        }
+        assert.ok(runs >= 1, "the write statement is among the connections' prepared statements");
+      });
     }
 
     test(`a duplicate event sends at most ${DUPLICATE_MAX} statements`, async () => {
