@@ -4,25 +4,9 @@
 // model's (src/readmodel/invoice-documents.ts).
 import { CompiledQuery, type Insertable, type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
 import type { CustomerSessionsTable, Database, InvoiceFieldsTable, InvoiceItemsTable, InvoiceLogsTable, InvoicesTable } from "../platform/db/schema.ts";
-import type { InvoiceRow } from "../readmodel/invoice-documents.ts";
+import { INVOICE_COLUMNS, type InvoiceRow } from "../readmodel/invoice-documents.ts";
 import { compiledOnce } from "../platform/db/compiled-once.ts";
 
-/** Every column of an invoice, named (a prepared statement's row type stays what it was: see database.ts). */
-const INVOICE_COLUMNS = [
-  "id",
-  "store_id",
-  "customer_id",
-  "total_cents",
-  "payment_method",
-  "displayed_payment_info",
-  "created_on_session_id",
-  "left_feedback",
-  "status",
-  "discord_id",
-  "discord_email",
-  "created_at",
-  "updated_at",
-] as const satisfies readonly (keyof InvoiceRow)[];
 
 /** An invoice's source row with its fields, items and log lines: what a transition needs to describe it. */
 export interface InvoiceSnapshot {

@@ -7,8 +7,8 @@ import type { Database } from "../platform/db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "./page-shapes.ts";
-import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";
-import { toCustomerInvoice } from "./invoice-documents.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, oneOf, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";
+import { INVOICE_COLUMNS, toCustomerInvoice } from "./invoice-documents.ts";
 import type { Customer } from "../schemas/customers.schemas.ts";
 
 export interface CustomerRow {
@@ -26,7 +26,7 @@ export async function customerRows(db: Kysely<Database>, ids: string[]): Promise
     .selectFrom("customers as c")
     .leftJoin("customer_discord_accounts as d", "d.customer_id", "c.id")
     .select(["c.id", "c.email", "c.created_at", "d.discord_id", "d.email as discord_email"])
-    .where("c.id", "in", ids)
+    .where(oneOf(db, "c.id", ids))
     .execute();
 }
 
@@ -38,7 +38,7 @@ export async function assembleCustomers(db: Kysely<Database>, rows: CustomerRow[
     db
       .selectFrom("reviews")
       .select(["id", "customer_id", "rating", "text", "product_id", "created_at"])
-      .where("customer_id", "in", ids)
+      .where(oneOf(db, "customer_id", ids))
       .orderBy("customer_id")
       .orderBy("created_at", "desc")
       .orderBy("id", "desc")
@@ -46,12 +46,12 @@ export async function assembleCustomers(db: Kysely<Database>, rows: CustomerRow[
     db
       .selectFrom("customer_sessions")
       .select(["customer_id", "ip", "user_agent", "country", "last_used_at", "created_at", "id"])
-      .where("customer_id", "in", ids)
+      .where(oneOf(db, "customer_id", ids))
       .orderBy("customer_id")
       .orderBy("created_at", "desc")
       .orderBy("id", "desc")
       .execute(),
-    db.selectFrom("invoices").selectAll().where("customer_id", "in", ids).orderBy("customer_id").orderBy("created_at", "desc").orderBy("id", "desc").execute(),
+    db.selectFrom("invoices").select(INVOICE_COLUMNS).where(oneOf(db, "customer_id", ids)).orderBy("customer_id").orderBy("created_at", "desc").orderBy("id", "desc").execute(),
   ]);
   const reviewsBy = groupBy(reviews, (r) => r.customer_id);
   const sessionsBy = groupBy(sessions, (s) => s.customer_id);

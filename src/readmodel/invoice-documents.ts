@@ -7,10 +7,31 @@ import type { Database, InvoicesTable } from "../platform/db/schema.ts";
 import { type Cursor, type ListQuery, isoTime } from "../lib/list-query.ts";
 import { centsToUsd } from "../lib/money.ts";
 import { pageShapes } from "./page-shapes.ts";
-import { type Page, type PageSource, documentsInPageOrder, groupBy, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";
+import { type Page, type PageSource, documentsInPageOrder, groupBy, oneOf, type PageKeys, pageElements, pageFetch, pageQuery, readPage, storeCondition, windowConditions } from "./paging.ts";
 import type { CustomerInvoice, Invoice } from "../schemas/invoices.schemas.ts";
 
 export type InvoiceRow = Selectable<InvoicesTable>;
+
+/**
+ * Every column of an invoice, named: a statement that names its columns is prepared once per connection
+ * on PostgreSQL, one with `select *` never (its row type would follow a column added by an upgrade; see
+ * database.ts).
+ */
+export const INVOICE_COLUMNS = [
+  "id",
+  "store_id",
+  "customer_id",
+  "total_cents",
+  "payment_method",
+  "displayed_payment_info",
+  "created_on_session_id",
+  "left_feedback",
+  "status",
+  "discord_id",
+  "discord_email",
+  "created_at",
+  "updated_at",
+] as const satisfies readonly (keyof InvoiceRow)[];
 
 export function toCustomerInvoice(row: InvoiceRow): CustomerInvoice {
   return {
@@ -46,15 +67,15 @@ export async function assembleInvoices(db: Kysely<Database>, rows: InvoiceRow[])
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   const [fields, items, logs] = await Promise.all([
-    db.selectFrom("invoice_fields").select(["invoice_id", "key", "value", "type"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("position").execute(),
+    db.selectFrom("invoice_fields").select(["invoice_id", "key", "value", "type"]).where(oneOf(db, "invoice_id", ids)).orderBy("invoice_id").orderBy("position").execute(),
     db
       .selectFrom("invoice_items")
       .select(["invoice_id", "product_variant_id", "quantity", "price_cents", "coupon_id"])
-      .where("invoice_id", "in", ids)
+      .where(oneOf(db, "invoice_id", ids))
       .orderBy("invoice_id")
       .orderBy("position")
       .execute(),
-    db.selectFrom("invoice_logs").select(["invoice_id", "log", "type", "created_at"]).where("invoice_id", "in", ids).orderBy("invoice_id").orderBy("id").execute(),
+    db.selectFrom("invoice_logs").select(["invoice_id", "log", "type", "created_at"]).where(oneOf(db, "invoice_id", ids)).orderBy("invoice_id").orderBy("id").execute(),
   ]);
   const fieldsBy = groupBy(fields, (f) => f.invoice_id);
   const itemsBy = groupBy(items, (i) => i.invoice_id);
@@ -75,7 +96,7 @@ export function createInvoicesRepository(source: PageSource): InvoicesRepository
   const db = source.kysely;
   /** Missing documents, assembled from the source tables. */
   async function assembleByIds(ids: string[]): Promise<Map<string, string>> {
-    const rows = await db.selectFrom("invoices").selectAll().where("id", "in", ids).execute();
+    const rows = await db.selectFrom("invoices").select(INVOICE_COLUMNS).where(oneOf(db, "id", ids)).execute();
     const views = await assembleInvoices(db, rows);
     return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
   }
@@ -166,7 +187,7 @@ export async function findInvoiceView(db: Kysely<Database>, storeId: string, inv
     .where(({ not, exists, selectFrom }) => not(exists(selectFrom("stale_invoice_views as s").select("s.pos").whereRef("s.doc_id", "=", "v.id"))))
     .executeTakeFirst();
   if (stored?.body != null) return JSON.parse(stored.body) as Invoice;
-  const row = await db.selectFrom("invoices").selectAll().where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
+  const row = await db.selectFrom("invoices").select(INVOICE_COLUMNS).where("store_id", "=", storeId).where("id", "=", invoiceId).executeTakeFirst();
   if (!row) return null;
   const [view] = await assembleInvoices(db, [row]);
   return view ?? null;

@@ -1,6 +1,6 @@
 // Keyset paging shared by the list repositories: newest first by (created_at, id), inclusive date bounds,
 // and a page fetched as limit + 1 rows so the presence of a next page costs no extra query.
-import { sql, type AliasedSelectQueryBuilder, type Compilable, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
+import { sql, SqliteAdapter, type AliasedSelectQueryBuilder, type Compilable, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from "kysely";
 import type { Db, PreparedStatement } from "../platform/db/database.ts";
 import type { Database } from "../platform/db/schema.ts";
 import type { BoundQuery } from "./page-shapes.ts";
@@ -233,6 +233,17 @@ function sqliteDocuments(views: Views) {
     joined: { name: `${views}_joined`, sql: `select cast(group_concat(v.body, ',') as blob) as bodies, group_concat(v.id, ',') as ids ${from}` },
     each: { name: `${views}_each`, sql: `select v.id, cast(v.body as blob) as body ${from} order by j.key` },
   };
+}
+
+/**
+ * `column in (ids)`, for the assembly of documents by batch (the projector's, a page's missing ones). On
+ * PostgreSQL `= any` of one array parameter: one statement text whatever the number of ids, which the
+ * server prepares once per connection (database.ts names recurring texts) instead of parsing and planning
+ * a new text for every batch size, ten a projector pass. SQLite keeps `in (…)`: its statements are
+ * prepared per text by the connection's cache and cost no round trip.
+ */
+export function oneOf(db: Kysely<Database>, ref: string, ids: readonly string[]): Expression<SqlBool> {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? sql<SqlBool>`${sql.ref(ref)} in (${sql.join(ids)})` : sql<SqlBool>`${sql.ref(ref)} = any(${ids}::text[])`;
 }
 
 /** Groups rows by a key, keeping their order. */

@@ -65,4 +65,30 @@ describe("PostgreSQL: projectors side by side", { skip: pgSkip }, () => {
     assert.ok((await logsOf(held.id)).includes("checked"));
     assert.equal(await marksOf(held.id), 0);
   });
+
+  test("passes of a dozen different sizes send a few statement texts, each prepared once per connection, none a `select *`", async () => {
+    const store = await h.store();
+    const customer = await h.customer(store.id);
+    const invoices = [];
+    for (let i = 0; i < 12; i++) invoices.push(await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] }));
+    await h.services.projector.drain();
+    const db = h.services.db.kysely;
+    const sent: string[] = [];
+    try {
+      // Passes of 1, 2, … 12 invoices' documents (and their customer's).
+      for (let size = 1; size <= 12; size++) {
+        for (const invoice of invoices.slice(0, size)) await sql`insert into invoice_logs (invoice_id, log, type, created_at) values (${invoice.id}, ${`line ${size}`}, 'info', 1)`.execute(db);
+        statements = sent;
+        await h.services.projector.runOnce();
+        statements = null;
+      }
+    } finally {
+      statements = null;
+    }
+    const texts = new Set(sent.filter((s) => !/^(begin|commit)$/i.test(s)));
+    assert.deepEqual([...texts].filter((s) => /select \*/i.test(s)), [], "a `select *` is never prepared");
+    // One text per read and per lock, whatever the size; the documents' writes one per power of two (1, 2, 4, 8, 16).
+    assert.ok(texts.size <= 20, `${texts.size} texts for passes of twelve sizes:\n${[...texts].join("\n")}`);
+    assert.ok((await logsOf(invoices[11]!.id)).includes("line 12"));
+  });
 });

@@ -277,7 +277,7 @@ const MAX_NAMED_STATEMENTS = 1_000;
 const statementNames = new Map<string, string>();
 /** Parameters up to which a text is named on its first run; beyond (up to the second bound), once it recurs. */
 const NAMED_AT_ONCE_MAX_PARAMS = 32;
-const NAMED_IF_RECURRING_MAX_PARAMS = 128;
+const NAMED_IF_RECURRING_MAX_PARAMS = 1_024;
 const RECURRING_RUNS = 3;
 const MAX_COUNTED_TEXTS = 5_000;
 const runsOfText = new Map<string, number>();
@@ -305,11 +305,12 @@ function nameFor(text: string, params: number): string | undefined {
  * PostgreSQL: statements sent with parameters are prepared once per connection under a name and then only
  * bound, as the SQLite side does with its statement cache: the server parses and plans a payment's
  * statements once per connection instead of on every payment (about a quarter of its CPU per payment,
- * bench/README.md). A text with up to 32 parameters is named on its first run; one with up to 128 (the
- * payment's writes, sent as one statement) once it has run three times, so that batches whose texts vary
- * with their length (the projector's, the seed's) are named only for the lengths that recur. Never named:
- * statements without parameters (DDL, several commands in one text), and `select *` (a column added by a
- * rolling upgrade would change a prepared statement's row type).
+ * bench/README.md). A text with up to 32 parameters is named on its first run; one with up to 1,024 once
+ * it has run three times, so that batches whose texts vary with their length (the seed's) are named only
+ * for the lengths that recur (the projector pads its document writes to a power of two for that: up to 513
+ * parameters). Never named: statements without parameters (DDL, several commands in one text), and
+ * `select *` (a column added by a rolling upgrade would change a prepared statement's row type; the
+ * payment's writes name their columns even where they read them from arrays).
  */
 function nameStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
