@@ -118,6 +118,11 @@ function failedAttemptMessage(a: AttemptReport, result: SendResult): string {
 
 /** PostgreSQL connections of the event dispatcher's own pool: claims and results, a few statements a second. */
 const DISPATCH_POOL_SIZE = 2;
+/**
+ * PostgreSQL connections whose statements are planned once, without their values: the payments' grouped
+ * reads (two at a time at most) and the projector's passes (one at a time).
+ */
+const PLANNED_ONCE_POOL_SIZE = 3;
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it, nor an idle service. */
 function lazySandbox(limits: Config["plugin"]): Sandbox {
@@ -159,8 +164,13 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const plugins = createPluginsService(db.kysely, box, sandbox, now, rememberedPlugins);
   const deliveries = createDeliveriesRepository(db.kysely);
   const committer = createDurableCommitter(db.kysely, config.database, { afterCommit: () => db.walCheckpoints?.wake() });
+  // PostgreSQL: statements that find their rows by key whatever their values, whose cost the server would
+  // otherwise plan again on every run (an array's length changes its estimate): the payments' grouped reads
+  // (payment.postgres.ts) and the projector's passes (createProjector). A pool of their own, planned once.
+  const plannedOnceDb =
+    db.dialect === "postgres" ? openDatabase(config.database, { poolSize: PLANNED_ONCE_POOL_SIZE, genericPlans: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) }) : null;
   // On SQLite the projector's batches are built on a thread of the reads service (made below).
-  const projector = createProjector(db.kysely, Date.now, () => reads.builder);
+  const projector = createProjector(db.kysely, Date.now, () => reads.builder, plannedOnceDb?.kysely);
   observeReadModel(metrics, () => projector.backlog());
   const sequencer = createSequencer(db.kysely, db.dialect);
   const committedListeners = new Set<() => void>();
@@ -171,7 +181,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     db: db.kysely,
     committer,
     // PostgreSQL: the reads, and the writes, of payments ready together go as one statement (payment.postgres.ts).
-    ...(db.dialect === "postgres" ? { paymentStatements: postgresPaymentStatements(db.kysely) } : {}),
+    ...(db.dialect === "postgres" ? { paymentStatements: postgresPaymentStatements(db.kysely, plannedOnceDb!.kysely) } : {}),
     onCommitted: committed,
     plugins,
     invoices: invoicesRepo,
@@ -274,6 +284,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
       await sandbox.close();
       await changes.close();
       await dispatchDb?.close();
+      await plannedOnceDb?.close();
       await db.close();
     },
   };

@@ -180,7 +180,13 @@ export interface PaymentStatements {
   write(values: WriteValues): Promise<Written>;
 }
 
-export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatements {
+/**
+ * `reads`: where the grouped reads run (by default `db`). The service gives them a pool whose statements are
+ * planned once, without their values (`plan_cache_mode = force_generic_plan`): the server otherwise planned
+ * the read again for every group, its estimate following the arrays' length (a custom plan every run, seen
+ * in pg_prepared_statements under payments). Its plan finds each invoice by its key whatever the values.
+ */
+export function postgresPaymentStatements(db: Kysely<Database>, reads: Kysely<Database> = db): PaymentStatements {
   /**
    * A group's read; when the server refused it (an error it names with a SQLSTATE), each payment's read
    * alone, so that whatever one payment brought cannot fail the others' (the writes do the same). A broken
@@ -189,7 +195,7 @@ export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatemen
   async function readGroup(group: Queued<PaymentKey, InvoiceSnapshot | null>[]): Promise<void> {
     try {
       const snapshots = await readPaymentSnapshots(
-        db,
+        reads,
         group.map((q) => q.input),
       );
       group.forEach((q, i) => q.resolve(snapshots[i]!));
@@ -197,7 +203,7 @@ export function postgresPaymentStatements(db: Kysely<Database>): PaymentStatemen
     } catch (err) {
       if (group.length === 1 || !isSqlState((err as { code?: unknown }).code)) throw err;
     }
-    await eachAlone(group, async (key) => (await readPaymentSnapshots(db, [key]))[0]!);
+    await eachAlone(group, async (key) => (await readPaymentSnapshots(reads, [key]))[0]!);
   }
   const read = statementGroups(readGroup, { maxGroup: MAX_GROUP, maxInFlight: MAX_READS_IN_FLIGHT });
 

@@ -99,7 +99,15 @@ export interface Projector {
   backlog(): Promise<ProjectorBacklog>;
 }
 
-export function createProjector(db: Kysely<Database>, now: () => number = Date.now, builder: () => BatchBuilder | null = () => null): Projector {
+/**
+ * `passes`: PostgreSQL, where a pass's transaction runs (by default `db`). The service gives it a pool of its
+ * own whose statements are planned once, without their values (`plan_cache_mode = force_generic_plan`): left
+ * to itself the server planned most of a pass's statements again on every pass (their cost depends on the
+ * batch's values), an eighth of its CPU under payments. Each of them finds its rows by key, whatever the
+ * values (a plan test checks the marks' lookup in both modes); the pick, whose window's size and order
+ * matter, stays on `db`.
+ */
+export function createProjector(db: Kysely<Database>, now: () => number = Date.now, builder: () => BatchBuilder | null = () => null, passes: Kysely<Database> = db): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
 
   /**
@@ -144,7 +152,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     }
     const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.get(id)?.bytes);
     if (picked.ids.length === 0) return { documents: 0, more: false };
-    const { documents, marks } = await db.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
+    const { documents, marks } = await passes.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
     vacuum?.deleted(views, marks, picked.more);
     return { documents, more: picked.more };
   }

@@ -15,26 +15,12 @@ import { createCustomersRepository } from "../../src/readmodel/customer-document
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
 import { lockWithMarksQuery } from "../../src/readmodel/projector.ts";
 import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
-import { seedStore } from "../../src/seed/seed.ts";
 import { createServices } from "../../src/services.ts";
 import { freshDatabase, pgSkip } from "../helpers/harness.ts";
+import { withSeededStore } from "../helpers/seeded-store.ts";
 
-const UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 const VIEWS = ["invoice_views", "customer_views"] as const;
 
-/** A fresh database with a seeded store of 200 customers, for `work`. */
-async function withSeededStore(work: (db: Kysely<Database>, storeId: string) => Promise<void>): Promise<void> {
-  const database = await freshDatabase("postgres");
-  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") });
-  const services = await createServices(config);
-  try {
-    const { storeId } = await seedStore(services.db, { customers: 200, seed: 5, until: UNTIL });
-    await work(services.db.kysely, storeId);
-  } finally {
-    await services.close();
-    await database.drop();
-  }
-}
 
 test("PostgreSQL: after a bulk write, a page probes each document's mark through the index, never a scan of every mark", { skip: pgSkip }, async () => {
   await withSeededStore(async (db, storeId) => {
