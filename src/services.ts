@@ -166,9 +166,10 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   const committer = createDurableCommitter(db.kysely, config.database, { afterCommit: () => db.walCheckpoints?.wake() });
   // PostgreSQL: statements that find their rows by key whatever their values, whose cost the server would
   // otherwise plan again on every run (an array's length changes its estimate): the payments' grouped reads
-  // (payment.postgres.ts) and the projector's passes (createProjector). A pool of their own, planned once.
+  // (payment.postgres.ts) and the projector's passes (createProjector). A pool of their own, planned once,
+  // by key (database.ts, BY_KEY_SETTINGS).
   const plannedOnceDb =
-    db.dialect === "postgres" ? openDatabase(config.database, { poolSize: PLANNED_ONCE_POOL_SIZE, genericPlans: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) }) : null;
+    db.dialect === "postgres" ? openDatabase(config.database, { poolSize: PLANNED_ONCE_POOL_SIZE, byKey: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) }) : null;
   // On SQLite the projector's batches are built on a thread of the reads service (made below).
   const projector = createProjector(db.kysely, Date.now, () => reads.builder, plannedOnceDb?.kysely);
   observeReadModel(metrics, () => projector.backlog());

@@ -106,11 +106,14 @@ const childArray = (sqlite: boolean, c: (typeof CHILDREN)[number]) =>
  * arrays; one text whatever their number, prepared once per connection). A key whose invoice is not that
  * store's has no row. It runs with a generic plan (planned without its values, which do not tell it the
  * arrays' length): each invoice is looked up by its key in a lateral subquery (`limit 1`, which keeps the
- * planner from flattening it into a join that it may plan as a hash join over every invoice of the table).
+ * planner from flattening it into a join that it may plan as a hash join over every invoice of the table),
+ * and whether the event was applied by a scalar subquery, not `exists`: for an `exists` the planner may
+ * choose to hash the whole claims table once per statement, and chose it under payments (the table grows
+ * faster than its statistics).
  */
 export const PAYMENT_SNAPSHOTS_SQL = `select k.n, ${INVOICE_COLUMNS.map((c) => `i.${c}`).join(", ")},
   ${CHILDREN.map((c) => `${childArray(false, c)} as ${c.as}`).join(",\n  ")},
-  exists (select 1 from applied_events a where a.store_id = i.store_id and a.plugin_name = k.plugin_name and a.event_key = k.event_key) as seen
+  coalesce((select true from applied_events a where a.store_id = i.store_id and a.plugin_name = k.plugin_name and a.event_key = k.event_key limit 1), false) as seen
 from unnest($1::text[], $2::text[], $3::text[], $4::text[]) with ordinality as k(store_id, invoice_id, plugin_name, event_key, n)
 cross join lateral (select ${INVOICE_COLUMNS.join(", ")} from invoices where id = k.invoice_id and store_id = k.store_id limit 1) i`;
 

@@ -182,9 +182,10 @@ export interface PaymentStatements {
 
 /**
  * `reads`: where the grouped reads run (by default `db`). The service gives them a pool whose statements are
- * planned once, without their values (`plan_cache_mode = force_generic_plan`): the server otherwise planned
- * the read again for every group, its estimate following the arrays' length (a custom plan every run, seen
- * in pg_prepared_statements under payments). Its plan finds each invoice by its key whatever the values.
+ * planned once, without their values, and by key (database.ts, BY_KEY_SETTINGS): the server otherwise
+ * planned the read again for every group, its estimate following the arrays' length (a custom plan every
+ * run, seen in pg_prepared_statements under payments). test/payments/payment-reads.plans.test.ts checks
+ * that plan.
  */
 export function postgresPaymentStatements(db: Kysely<Database>, reads: Kysely<Database> = db): PaymentStatements {
   /**

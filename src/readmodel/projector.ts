@@ -101,11 +101,11 @@ export interface Projector {
 
 /**
  * `passes`: PostgreSQL, where a pass's transaction runs (by default `db`). The service gives it a pool of its
- * own whose statements are planned once, without their values (`plan_cache_mode = force_generic_plan`): left
- * to itself the server planned most of a pass's statements again on every pass (their cost depends on the
- * batch's values), an eighth of its CPU under payments. Each of them finds its rows by key, whatever the
- * values (a plan test checks the marks' lookup in both modes); the pick, whose window's size and order
- * matter, stays on `db`.
+ * own whose statements are planned once, without their values, and by key (database.ts, BY_KEY_SETTINGS):
+ * left to itself the server planned most of a pass's statements again on every pass (their cost depends on
+ * the batch's values), an eighth of its CPU under payments. Each of them finds its rows by key, whatever the
+ * values (a plan test checks the lock's in both modes); the pick, whose window's size and order matter,
+ * stays on `db`.
  */
 export function createProjector(db: Kysely<Database>, now: () => number = Date.now, builder: () => BatchBuilder | null = () => null, passes: Kysely<Database> = db): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
@@ -318,13 +318,15 @@ async function writeBodies(tx: Executor, views: Views, bodies: Map<string, strin
  * one statement. Its snapshot is taken before the locks: a pass that committed in between has deleted
  * marks this one still reads, and rebuilds from sources newer than them (deleting a deleted mark is nothing).
  * The marks are looked up by their index, document by document (`= any` of an array): a join to the
- * documents taken was planned as a hash join over every mark, and a backlog's table is megabytes.
+ * documents taken was planned as a hash join over every mark, and a backlog's table is megabytes. The gone
+ * ones are an anti-join of their own, probed by id: under an `or` with the locked ones, the generic plan
+ * (the pass's statements are planned once) hashed every documents row's id to test them.
  */
 export function lockWithMarksQuery(views: Views, candidates: string[]) {
   const table = sql.table(views);
   return sql<{ ids: string[]; positions: string[] }>`with candidate as (select unnest(${candidates}::text[]) as id),
   locked as materialized (select v.id from ${table} v where v.id in (select id from candidate) for update skip locked),
-  taken as (select c.id from candidate c where c.id in (select id from locked) or not exists (select 1 from ${table} v where v.id = c.id))
+  taken as (select id from locked union all select c.id from candidate c where not exists (select 1 from ${table} v where v.id = c.id))
   select array(select id from taken) as ids, array(select s.pos from ${sql.table(STALE_OF[views])} s where s.doc_id = any(array(select id from taken))) as positions`;
 }
 

@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { loadConfig } from "../../src/config.ts";
+import { BY_KEY_SETTINGS } from "../../src/platform/db/database.ts";
 import type { Database } from "../../src/platform/db/schema.ts";
 import { seedStore } from "../../src/seed/seed.ts";
 import { createServices } from "../../src/services.ts";
@@ -22,3 +23,8 @@ export async function withSeededStore(work: (db: Kysely<Database>, storeId: stri
     await database.drop();
   }
 }
+
+/** `set local` of the settings of the connections planned once and by key (database.ts), for a plan test's transaction. */
+export const SET_LOCAL_BY_KEY = Object.entries(BY_KEY_SETTINGS)
+  .map(([name, value]) => `set local ${name} = ${value}`)
+  .join("; ");

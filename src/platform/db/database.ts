@@ -179,6 +179,14 @@ export interface OpenOptions {
    */
   genericPlans?: boolean;
   /**
+   * PostgreSQL: for connections whose every statement finds its rows by key (the payments' grouped reads,
+   * the projector's passes): planned once, without their values, and never as a scan of a whole table
+   * (BY_KEY_SETTINGS). A plan kept for the connection's life must not be one that only suited the tables'
+   * size when it was made: a claims table planned while empty was hashed whole for every read once it held
+   * thousands of claims (its statistics trail it; bench/README.md, seventeenth pass).
+   */
+  byKey?: boolean;
+  /**
    * SQLite: checkpoint the write-ahead log from a thread of its own once writes begin (wal-checkpointer.ts),
    * not inside the commits of this connection. For the connection that serves the writes.
    */
@@ -193,6 +201,18 @@ export interface OpenOptions {
   /** Called with the text of every statement sent through Kysely, BEGIN and COMMIT included (tests count them). */
   onQuery?: (sql: string, durationMs: number) => void;
 }
+
+/**
+ * PostgreSQL settings of the connections whose statements find their rows by key (`byKey`): a generic plan,
+ * made once per statement and connection, and no sequential scan, hash join or merge join in it, so that
+ * each row is reached through an index however few rows the tables held when the plan was made.
+ */
+export const BY_KEY_SETTINGS: Readonly<Record<string, string>> = {
+  plan_cache_mode: "force_generic_plan",
+  enable_seqscan: "off",
+  enable_hashjoin: "off",
+  enable_mergejoin: "off",
+};
 
 /** The URL with `-c setting=value` added to the connection's startup options (kept with any already there). */
 function withStartupOption(url: string, option: string): string {
@@ -212,7 +232,8 @@ export type DatabaseConfig = { kind: "sqlite"; file: string } | { kind: "postgre
 
 export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}): Db {
   if (database.kind === "postgres") {
-    const url = options.genericPlans ? withStartupOption(database.url, "-c plan_cache_mode=force_generic_plan") : database.url;
+    const settings = options.byKey ? BY_KEY_SETTINGS : options.genericPlans ? { plan_cache_mode: "force_generic_plan" } : {};
+    const url = Object.entries(settings).reduce((u, [name, value]) => withStartupOption(u, `-c ${name}=${value}`), database.url);
     const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
     // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
     // 'error' on the client, checked out or idle, and an unheard 'error' ends the process. Heard here, the
