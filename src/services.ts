@@ -120,9 +120,9 @@ function failedAttemptMessage(a: AttemptReport, result: SendResult): string {
 const DISPATCH_POOL_SIZE = 2;
 /**
  * PostgreSQL connections whose statements are planned once, without their values: the payments' grouped
- * reads (two at a time at most) and the projector's passes (one at a time).
+ * reads (one at a time) and the projector's passes (one at a time).
  */
-const PLANNED_ONCE_POOL_SIZE = 3;
+const PLANNED_ONCE_POOL_SIZE = 2;
 
 /** Defers the worker pool until a plugin first runs or compiles: most commands never need it, nor an idle service. */
 function lazySandbox(limits: Config["plugin"]): Sandbox {

@@ -41,8 +41,12 @@ const MAX_GROUP = 64;
  * groups and cost the server more per payment (bench/README.md, "twelfth pass").
  */
 const MAX_WRITES_IN_FLIGHT = 1;
-/** Read statements running at once: reads take no locks, and a second keeps a payment from waiting long for one. */
-const MAX_READS_IN_FLIGHT = 2;
+/**
+ * Read statements running at once. One: planned once (`reads`), a group's read takes a fraction of a
+ * millisecond, and the payments ready meanwhile make a larger next group. Two at a time made groups of
+ * three and cost more per payment on both sides (bench/README.md, "seventeenth pass").
+ */
+const MAX_READS_IN_FLIGHT = 1;
 
 /** SQLSTATE of storefront_payment_raced(): a claim or a compare-and-set was lost, nothing written. */
 const PAYMENT_RACED = "SFR01";
