@@ -8,7 +8,7 @@ import { assembleCustomers, customerRows } from "./customer-documents.ts";
 import type { Database } from "../platform/db/schema.ts";
 import { storeCondition } from "./paging.ts";
 import { assembleInvoices } from "./invoice-documents.ts";
-import { vacuumMarks } from "./projector.ts";
+import { vacuumMarks } from "./projector.postgres.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 

@@ -19,10 +19,11 @@ import type { Database } from "../platform/db/schema.ts";
 import { assembleInvoices, INVOICE_COLUMNS } from "./invoice-documents.ts";
 import { oneOf } from "./paging.ts";
 import { compiledOnce } from "../platform/db/compiled-once.ts";
+import { lockWithMarks, vacuumAfterDeletes, writePostgres } from "./projector.postgres.ts";
+import { STALE_OF, type Views } from "./staleness.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
-export type Views = "customer_views" | "invoice_views";
-type Stale = "stale_customer_views" | "stale_invoice_views";
+export type { Views };
 
 /**
  * Documents rebuilt per pass at most. A customer's document holds all its invoices (a customer with
@@ -50,11 +51,6 @@ const REBUILD_TIME_COOLDOWN_MAX_MS = 10_000;
 /** Bytes of big documents one pass rebuilds at most (one document at least). */
 const PASS_BYTES = 2 * 1024 * 1024;
 const MAX_BIG_REMEMBERED = 10_000;
-/** PostgreSQL: marks a projector deletes from a table before it vacuums that table (vacuumMarks). */
-export const VACUUM_AFTER_MARKS = 1_000;
-/** PostgreSQL: while a backlog of marks remains, a marks table is vacuumed at most this often. */
-const VACUUM_DURING_BACKLOG_MS = 10_000;
-const STALE_OF: Record<Views, Stale> = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" };
 
 /** A big document as last rebuilt here: its size, when, and its share of that pass's build time. */
 interface BigDocument {
@@ -312,49 +308,6 @@ async function writeBodies(tx: Executor, views: Views, bodies: Map<string, strin
   for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
 }
 
-/**
- * PostgreSQL: locks the candidates' documents rows, skipping those another projector holds, and reads the
- * marks of those it locked and of those whose row is gone (the owner was deleted: only its marks go), in
- * one statement. Its snapshot is taken before the locks: a pass that committed in between has deleted
- * marks this one still reads, and rebuilds from sources newer than them (deleting a deleted mark is nothing).
- * The marks are looked up by their index, document by document (`= any` of an array): a join to the
- * documents taken was planned as a hash join over every mark, and a backlog's table is megabytes. The gone
- * ones are an anti-join of their own, probed by id: under an `or` with the locked ones, the generic plan
- * (the pass's statements are planned once) hashed every documents row's id to test them.
- */
-export function lockWithMarksQuery(views: Views, candidates: string[]) {
-  const table = sql.table(views);
-  return sql<{ ids: string[]; positions: string[] }>`with candidate as (select unnest(${candidates}::text[]) as id),
-  locked as materialized (select v.id from ${table} v where v.id in (select id from candidate) for update skip locked),
-  taken as (select id from locked union all select c.id from candidate c where not exists (select 1 from ${table} v where v.id = c.id))
-  select array(select id from taken) as ids, array(select s.pos from ${sql.table(STALE_OF[views])} s where s.doc_id = any(array(select id from taken))) as positions`;
-}
-
-async function lockWithMarks(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ ids: string[]; positions: string[] }> {
-  const { rows } = await lockWithMarksQuery(views, candidates).execute(tx);
-  return rows[0]!;
-}
-
-/**
- * PostgreSQL: the bodies written and the marks read for them deleted, in one statement (one round trip).
- * Each body is a parameter of its own (in an array parameter every quote of a megabyte's JSON would be
- * escaped on this thread first), joined to its row by id. The rows are padded with nulls (which join
- * nothing) to the next power of two, so a few texts recur and are prepared once per connection rather
- * than a new text parsed and planned for every batch size.
- */
-async function writePostgres(tx: Executor, views: Views, bodies: Map<string, string>, positions: string[]): Promise<void> {
-  const deleteMarks = sql`delete from ${sql.table(STALE_OF[views])} where pos = any(${positions}::bigint[])`;
-  if (bodies.size === 0) {
-    await deleteMarks.execute(tx);
-    return;
-  }
-  const padded: [string | null, string | null][] = [...bodies];
-  while ((padded.length & (padded.length - 1)) !== 0) padded.push([null, null]);
-  const rows = sql.join(padded.map(([id, body]) => sql`(${id}, ${body})`));
-  const write = sql`update ${sql.table(views)} v set body = b.body from (values ${rows}) as b(id, body) where v.id = b.id`;
-  await sql`with written as (${write}) ${deleteMarks}`.execute(tx);
-}
-
 function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
   return views === "invoice_views" ? invoiceBodies(db, ids) : customerBodies(db, ids);
 }
@@ -370,45 +323,4 @@ async function invoiceBodies(db: Executor, ids: string[]): Promise<Map<string, s
 async function customerBodies(db: Executor, ids: string[]): Promise<Map<string, string>> {
   const views = await assembleCustomers(db as Kysely<Database>, await customerRows(db as Kysely<Database>, ids));
   return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
-}
-
-/**
- * PostgreSQL: vacuums a marks table. The marks tables are a queue: every write inserts marks and the
- * projector deletes them within a second, and a deleted row stays in the table and in its indexes until a
- * vacuum. Autovacuum visits a database once a minute at best (autovacuum_naptime), and not at all while its
- * workers are busy with the big tables of an import; meanwhile the projector's look at the oldest marks walks
- * every dead one, and so does the backlog gauge's count (540,000 dead marks under 200 live ones in the
- * webhook bench, 50-240 ms a statement). A vacuum of the small table that a healthy queue is takes a few
- * milliseconds. SKIP_LOCKED: a table another vacuum holds is left to it. A role that does not own the table
- * gets a warning, not an error, and the table is left to autovacuum.
- */
-export async function vacuumMarks(db: Kysely<Database>, views: Views): Promise<void> {
-  await sql.raw(`vacuum (skip_locked) ${STALE_OF[views]}`).execute(db);
-}
-
-/**
- * Counts the marks deleted per table and vacuums a table after every VACUUM_AFTER_MARKS, one vacuum at a
- * time. While a backlog remains (the pass was full), at most every VACUUM_DURING_BACKLOG_MS: a vacuum reads
- * the whole table, and a table of 300,000 waiting marks vacuumed after every 1,000 would cost more than the
- * dead rows it removes.
- */
-function vacuumAfterDeletes(db: Kysely<Database>, now: () => number): { deleted(views: Views, marks: number, backlog: boolean): void } {
-  const deleted: Record<Views, number> = { customer_views: 0, invoice_views: 0 };
-  const lastAt: Record<Views, number> = { customer_views: -Infinity, invoice_views: -Infinity };
-  const running = new Set<Views>();
-  return {
-    deleted(views, marks, backlog) {
-      deleted[views] += marks;
-      if (deleted[views] < VACUUM_AFTER_MARKS || running.has(views)) return;
-      if (backlog && now() - lastAt[views] < VACUUM_DURING_BACKLOG_MS) return;
-      deleted[views] = 0;
-      lastAt[views] = now();
-      running.add(views);
-      // Not awaited: the next pass goes on meanwhile. A failure (the connection lost, the database closing)
-      // leaves the table to the next threshold, or to autovacuum.
-      vacuumMarks(db, views)
-        .catch(() => {})
-        .finally(() => running.delete(views));
-    },
-  };
 }

@@ -23,3 +23,6 @@ export const STALENESS_RULES: Readonly<Record<string, readonly (readonly [Views,
 
 /** The tables that own a documents row each, kept in page order (their store and creation time). */
 export const DOCUMENT_OWNERS: Readonly<Record<Views, string>> = { customer_views: "customers", invoice_views: "invoices" };
+
+/** The marks table of each documents table: the ids of its documents that a write made stale. */
+export const STALE_OF = { customer_views: "stale_customer_views", invoice_views: "stale_invoice_views" } as const satisfies Record<Views, string>;

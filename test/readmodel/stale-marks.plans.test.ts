@@ -2,7 +2,7 @@
 // write left the marks table large (or large in the planner's statistics, its rows deleted but not yet
 // vacuumed). Before, `id in (select doc_id from stale_…)` read every mark once per statement: 28–110 ms a
 // page after 300,000 marks instead of ~1 ms (src/readmodel/paging.ts, freshBody). So does a projector pass,
-// for the documents it rebuilds (src/readmodel/projector.ts, lockWithMarksQuery).
+// for the documents it rebuilds (src/readmodel/projector.postgres.ts, lockWithMarksQuery).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
@@ -12,7 +12,7 @@ import { parseListQuery } from "../../src/lib/list-query.ts";
 import type { PreparedStatement } from "../../src/platform/db/database.ts";
 import { createCustomersRepository } from "../../src/readmodel/customer-documents.ts";
 import { createInvoicesRepository } from "../../src/readmodel/invoice-documents.ts";
-import { lockWithMarksQuery } from "../../src/readmodel/projector.ts";
+import { lockWithMarksQuery } from "../../src/readmodel/projector.postgres.ts";
 import { INVOICE_STATUSES } from "../../src/schemas/invoice-statuses.ts";
 import { createServices } from "../../src/services.ts";
 import { freshDatabase, pgSkip } from "../helpers/harness.ts";
