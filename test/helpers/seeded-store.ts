@@ -5,19 +5,19 @@ import { loadConfig } from "../../src/config.ts";
 import { BY_KEY_SETTINGS } from "../../src/platform/db/database.ts";
 import type { Database } from "../../src/platform/db/schema.ts";
 import { seedStore } from "../../src/seed/seed.ts";
-import { createServices } from "../../src/services.ts";
+import { createServices, type ServiceOptions, type Services } from "../../src/services.ts";
 import { freshDatabase } from "./harness.ts";
 
 const UNTIL = Date.parse("2026-01-01T00:00:00.000Z");
 
-/** A fresh database with a seeded store of 200 customers, for `work`. */
-export async function withSeededStore(work: (db: Kysely<Database>, storeId: string) => Promise<void>): Promise<void> {
+/** A fresh database with a seeded store of 200 customers, for `work` (with the services, for their projector). */
+export async function withSeededStore(work: (db: Kysely<Database>, storeId: string, services: Services) => Promise<void>, options: ServiceOptions = {}): Promise<void> {
   const database = await freshDatabase("postgres");
   const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: "silent", PLUGIN_POOL_SIZE: "1", SECRETS_KEY: randomBytes(32).toString("hex") });
-  const services = await createServices(config);
+  const services = await createServices(config, options);
   try {
     const { storeId } = await seedStore(services.db, { customers: 200, seed: 5, until: UNTIL });
-    await work(services.db.kysely, storeId);
+    await work(services.db.kysely, storeId, services);
   } finally {
     await services.close();
     await database.drop();
