@@ -23,7 +23,6 @@ import { lockWithMarks, vacuumAfterDeletes, writePostgres } from "./projector.po
 import { STALE_OF, type Views } from "./staleness.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
-export type { Views };
 
 /**
  * Documents rebuilt per pass at most. A customer's document holds all its invoices (a customer with
@@ -96,6 +95,55 @@ export interface Projector {
 }
 
 /**
+ * Documents of a megabyte (a customer with thousands of invoices) are rebuilt at most once per their size in
+ * kilobytes / 0.4 ms (3 s for 1.2 MB), and at most once per 150 times their last build's time, up to 10 s
+ * (3 s for a 20 ms build; on a machine that builds it in 50 ms, 7.5 s), and a pass takes ~2 MB of them at most: a
+ * burst of that customer's payments is folded into a rebuild every few seconds (the lists assemble it
+ * meanwhile), their rebuilds keep to a small share of the machine however fast it is, and no pass holds
+ * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
+ */
+function bigDocuments(now: () => number) {
+  const big = new Map<string, BigDocument>();
+  const coolingUntil = (b: BigDocument) => b.at + Math.max(b.bytes / BYTES_PER_COOLDOWN_MS, Math.min(b.buildMs * REBUILD_TIME_MULTIPLE, REBUILD_TIME_COOLDOWN_MAX_MS));
+  return {
+    /** The big documents still cooling down: a pass leaves them marked. */
+    cooling(): string[] {
+      const t = now();
+      return [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
+    },
+    /** A big document's size as last built here. */
+    bytes: (id: string) => big.get(id)?.bytes,
+    /** The documents a pass built in `buildMs` (reading their sources, assembling, serializing). */
+    remember(bodies: Map<string, string>, buildMs: number): void {
+      const at = now();
+      let total = 0;
+      for (const body of bodies.values()) total += body.length;
+      for (const [id, body] of bodies) {
+        if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at, buildMs: (buildMs * body.length) / total });
+        else big.delete(id);
+      }
+      for (const [id, b] of big) if (big.size > MAX_BIG_REMEMBERED || coolingUntil(b) < at - 60_000) big.delete(id);
+    },
+  };
+}
+
+/**
+ * The marks waiting, cheap whatever the backlog: a count, and the oldest mark found by its position (marks
+ * are written in time order), never a sort of all of them.
+ */
+async function backlogOf(db: Kysely<Database>): Promise<ProjectorBacklog> {
+  let changes = 0;
+  let oldestAt: number | null = null;
+  for (const stale of Object.values(STALE_OF)) {
+    const count = await db.selectFrom(stale).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    changes += Number(count?.n ?? 0);
+    const oldest = await db.selectFrom(stale).select("created_at").orderBy("pos").limit(1).executeTakeFirst();
+    if (oldest !== undefined) oldestAt = oldestAt === null ? Number(oldest.created_at) : Math.min(oldestAt, Number(oldest.created_at));
+  }
+  return { changes, oldestAt };
+}
+
+/**
  * `passes`: PostgreSQL, where a pass's transaction runs (by default `db`). The service gives it a pool of its
  * own whose statements are planned once, without their values, and by key (database.ts, BY_KEY_SETTINGS):
  * left to itself the server planned most of a pass's statements again on every pass (their cost depends on
@@ -105,34 +153,11 @@ export interface Projector {
  */
 export function createProjector(db: Kysely<Database>, now: () => number = Date.now, builder: () => BatchBuilder | null = () => null, passes: Kysely<Database> = db): Projector {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
-
-  /**
-   * Documents of a megabyte (a customer with thousands of invoices) are rebuilt at most once per their size in
-   * kilobytes / 0.4 ms (3 s for 1.2 MB), and at most once per 150 times their last build's time, up to 10 s
-   * (3 s for a 20 ms build; on a machine that builds it in 50 ms, 7.5 s), and a pass takes ~2 MB of them at most: a
-   * burst of that customer's payments is folded into a rebuild every few seconds (the lists assemble it
-   * meanwhile), their rebuilds keep to a small share of the machine however fast it is, and no pass holds
-   * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
-   */
-  const big = new Map<string, BigDocument>();
+  const big = bigDocuments(now);
   const vacuum = sqlite ? null : vacuumAfterDeletes(db, now);
-  const coolingUntil = (b: BigDocument) => b.at + Math.max(b.bytes / BYTES_PER_COOLDOWN_MS, Math.min(b.buildMs * REBUILD_TIME_MULTIPLE, REBUILD_TIME_COOLDOWN_MAX_MS));
-
-  /** The documents a pass built in `buildMs` (reading their sources, assembling, serializing). */
-  function remember(bodies: Map<string, string>, buildMs: number): void {
-    const at = now();
-    let total = 0;
-    for (const body of bodies.values()) total += body.length;
-    for (const [id, body] of bodies) {
-      if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at, buildMs: (buildMs * body.length) / total });
-      else big.delete(id);
-    }
-    for (const [id, b] of big) if (big.size > MAX_BIG_REMEMBERED || coolingUntil(b) < at - 60_000) big.delete(id);
-  }
 
   async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
-    const t = now();
-    const cooling = everything ? [] : [...big].filter(([, b]) => coolingUntil(b) > t).map(([id]) => id).slice(0, 500);
+    const cooling = everything ? [] : big.cooling();
     if (sqlite) {
       // Built where the builder says (a reader thread: the assembly and the source reads leave the thread
       // that answers webhooks), written here in one short transaction.
@@ -142,11 +167,11 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       const request = { views, cooling, batch: passBatch(views, build === null) };
       const started = now();
       const built = build === null ? await buildBatch(db, request) : await build(request);
-      remember(new Map(built.bodies), now() - started);
+      big.remember(new Map(built.bodies), now() - started);
       await applyBatch(db, built);
       return { documents: built.marks.length, more: built.more };
     }
-    const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.get(id)?.bytes);
+    const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.bytes(id));
     if (picked.ids.length === 0) return { documents: 0, more: false };
     const { documents, marks } = await passes.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
     vacuum?.deleted(views, marks, picked.more);
@@ -170,7 +195,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
     const started = now();
     const bodies = await bodiesOf(tx, views, ids);
-    remember(bodies, now() - started);
+    big.remember(bodies, now() - started);
     return bodies;
   }
 
@@ -191,19 +216,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
         if (documents === 0) return total;
       }
     },
-    async backlog() {
-      // Cheap whatever the backlog: a count, and the oldest mark found by its position (marks are written in
-      // time order), never a sort of all of them.
-      let changes = 0;
-      let oldestAt: number | null = null;
-      for (const stale of Object.values(STALE_OF)) {
-        const count = await db.selectFrom(stale).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-        changes += Number(count?.n ?? 0);
-        const oldest = await db.selectFrom(stale).select("created_at").orderBy("pos").limit(1).executeTakeFirst();
-        if (oldest !== undefined) oldestAt = oldestAt === null ? Number(oldest.created_at) : Math.min(oldestAt, Number(oldest.created_at));
-      }
-      return { changes, oldestAt };
-    },
+    backlog: () => backlogOf(db),
   };
 }
 
@@ -244,7 +257,7 @@ async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: s
  */
 async function storedSizes(db: Executor, ids: string[]): Promise<Map<string, number>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where(oneOf(db as Kysely<Database>, "id", ids)).execute();
+  const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where(oneOf(db, "id", ids)).execute();
   return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
 }
 
@@ -314,7 +327,7 @@ function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string
 
 /** Invoices as the list shows them, as JSON, by id (those that still exist). */
 async function invoiceBodies(db: Executor, ids: string[]): Promise<Map<string, string>> {
-  const rows = await db.selectFrom("invoices").select(INVOICE_COLUMNS).where(oneOf(db as Kysely<Database>, "id", ids)).execute();
+  const rows = await db.selectFrom("invoices").select(INVOICE_COLUMNS).where(oneOf(db, "id", ids)).execute();
   const views = await assembleInvoices(db as Kysely<Database>, rows);
   return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
 }
