@@ -29,6 +29,7 @@ import * as m0022 from "./migrations/0022_stale_marks_autovacuum.ts";
 import * as m0023 from "./migrations/0023_marks_skip_unmoved.ts";
 import * as m0024 from "./migrations/0024_payment_raced.ts";
 import * as m0025 from "./migrations/0025_marks_per_statement.ts";
+import * as m0026 from "./migrations/0026_documents_fillfactor.ts";
 
 import type { MigrationContext } from "./migrations/context.ts";
 
@@ -61,6 +62,7 @@ const migrations: Record<string, MigrationModule> = {
   "0023_marks_skip_unmoved": m0023,
   "0024_payment_raced": m0024,
   "0025_marks_per_statement": m0025,
+  "0026_documents_fillfactor": m0026,
 };
 
 /** The migrations this release ships, oldest first. */

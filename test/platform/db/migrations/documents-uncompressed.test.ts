@@ -54,7 +54,7 @@ test("PostgreSQL: documents are stored uncompressed and inline, those written be
       const newer = await stored(table, "newer");
       assert.ok(newer.stored >= newer.text, `${table}: after migration 0015 a document is still stored uncompressed`);
       const { rows } = await sql<{ options: string[] | null }>`select reloptions as options from pg_class where oid = ${table}::regclass`.execute(k);
-      assert.deepEqual(rows[0]!.options, ["toast_tuple_target=8160"], `${table}: and inline up to a page`);
+      assert.ok(rows[0]!.options?.includes("toast_tuple_target=8160"), `${table}: and inline up to a page (${JSON.stringify(rows[0]!.options)})`);
     }
   } finally {
     await db.close();
