@@ -167,9 +167,12 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
   // PostgreSQL: statements that find their rows by key whatever their values, whose cost the server would
   // otherwise plan again on every run (an array's length changes its estimate): the payments' grouped reads
   // (payment.postgres.ts) and the projector's passes (createProjector). A pool of their own, planned once,
-  // by key (database.ts, BY_KEY_SETTINGS).
+  // by key (database.ts, BY_KEY_SETTINGS). They write nothing but the read model's documents, rebuilt from
+  // their marks after a crash: their commits do not wait for the disk (`rebuildableWrites`).
   const plannedOnceDb =
-    db.dialect === "postgres" ? openDatabase(config.database, { poolSize: PLANNED_ONCE_POOL_SIZE, byKey: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) }) : null;
+    db.dialect === "postgres"
+      ? openDatabase(config.database, { poolSize: PLANNED_ONCE_POOL_SIZE, byKey: true, rebuildableWrites: true, ...(options.onQuery ? { onQuery: options.onQuery } : {}) })
+      : null;
   // On SQLite the projector's batches are built on a thread of the reads service (made below).
   const projector = createProjector(db.kysely, Date.now, () => reads.builder, plannedOnceDb?.kysely);
   observeReadModel(metrics, () => projector.backlog());

@@ -66,6 +66,31 @@ describe("PostgreSQL: projectors side by side", { skip: pgSkip }, () => {
     assert.equal(await marksOf(held.id), 0);
   });
 
+  test("a pass's rewrites commit without waiting for the disk (a crash loses them with their marks' deletion); the service's other writes wait for it", async () => {
+    const db = h.services.db.kysely;
+    const store = await h.store();
+    const customer = await h.customer(store.id);
+    const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+    await h.services.projector.drain();
+    // Each rewrite of a document records the setting its transaction commits with.
+    await sql`create table commit_settings (setting text not null)`.execute(db);
+    await sql`create function record_commit_setting() returns trigger language plpgsql as $$ begin insert into commit_settings values (current_setting('synchronous_commit')); return null; end $$`.execute(db);
+    await sql`create trigger record_commit_setting after update on invoice_views for each row execute function record_commit_setting()`.execute(db);
+    try {
+      await sql`insert into invoice_logs (invoice_id, log, type, created_at) values (${invoice.id}, 'rewritten', 'info', 1)`.execute(db);
+      await h.services.projector.drain();
+      const { rows } = await sql<{ setting: string }>`select setting from commit_settings`.execute(db);
+      assert.deepEqual(rows.map((r) => r.setting), ["off"], "the pass that rewrote the document");
+      assert.ok((await logsOf(invoice.id)).includes("rewritten"));
+      const { rows: main } = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db);
+      assert.equal(main[0]!.synchronous_commit, "on", "the connections of the payments' writes");
+    } finally {
+      await sql`drop trigger record_commit_setting on invoice_views`.execute(db);
+      await sql`drop function record_commit_setting()`.execute(db);
+      await sql`drop table commit_settings`.execute(db);
+    }
+  });
+
   test("passes of a dozen different sizes send a few statement texts, each prepared once per connection, none a `select *`", async () => {
     const store = await h.store();
     const customer = await h.customer(store.id);

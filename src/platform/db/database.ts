@@ -187,6 +187,14 @@ export interface OpenOptions {
    */
   byKey?: boolean;
   /**
+   * PostgreSQL: the commits of these connections do not wait for the write-ahead log to reach the disk
+   * (`synchronous_commit = off`). Only for connections that write nothing a crash may lose: the read model's
+   * documents, whose marks are deleted in the same transaction, so a pass lost in a crash is lost whole and
+   * its marks make it run again (reads assemble a marked document meanwhile). A transaction's effects are
+   * still visible to others only once committed; the order of commits is kept.
+   */
+  rebuildableWrites?: boolean;
+  /**
    * SQLite: checkpoint the write-ahead log from a thread of its own once writes begin (wal-checkpointer.ts),
    * not inside the commits of this connection. For the connection that serves the writes.
    */
@@ -232,7 +240,10 @@ export type DatabaseConfig = { kind: "sqlite"; file: string } | { kind: "postgre
 
 export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}): Db {
   if (database.kind === "postgres") {
-    const settings = options.byKey ? BY_KEY_SETTINGS : options.genericPlans ? { plan_cache_mode: "force_generic_plan" } : {};
+    const settings = {
+      ...(options.byKey ? BY_KEY_SETTINGS : options.genericPlans ? { plan_cache_mode: "force_generic_plan" } : {}),
+      ...(options.rebuildableWrites ? { synchronous_commit: "off" } : {}),
+    };
     const url = Object.entries(settings).reduce((u, [name, value]) => withStartupOption(u, `-c ${name}=${value}`), database.url);
     const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
     // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
