@@ -6,7 +6,7 @@
 // page and added an entry to each of the table's three indexes (its key, its page order, its hash of ids),
 // with the pages and the WAL those touch. In the webhook bench's payments 59 % of the invoice documents'
 // rewrites and 32 % of the customers' were heap-only; with these fill factors, 89 % and 81 %, and the
-// server spent 4-10 % less CPU a payment in quick runs (bench/README.md, eighteenth pass). A customer page keeps
+// server spent 8-9 % less CPU a payment in a quick run (bench/README.md, eighteenth pass). A customer page keeps
 // 30 % (2.4 KiB: the next version of a document of the usual 1.5-2.6 KiB, the old one pruned when the page is
 // next read), an invoice page 20 % (invoice documents are ~0.5 KiB). The price is space: the tables take
 // about 1.4 and 1.25 times the pages.
