@@ -1,7 +1,8 @@
 // The projector's PostgreSQL statements (projector.ts): a pass's lock of its documents with their marks, and
-// its write of the documents with those marks deleted; and the vacuums of the marks tables that keep the
+// its rebuild of the documents with those marks deleted; and the vacuums of the marks tables that keep the
 // queue small.
-import { type Kysely, type Transaction, sql } from "kysely";
+import { CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
+import { DOCUMENTS_OF } from "./documents.postgres.ts";
 import type { Database } from "../platform/db/schema.ts";
 import { STALE_OF, type Views } from "./staleness.ts";
 
@@ -35,24 +36,28 @@ export async function lockWithMarks(tx: Transaction<Database>, views: Views, can
   return rows[0]!;
 }
 
+/** The rebuild of each table's documents: built by the server from their sources, written, their marks deleted. */
+const REBUILD_SQL: Record<Views, string> = {
+  invoice_views: rebuildText("invoice_views"),
+  customer_views: rebuildText("customer_views"),
+};
+function rebuildText(views: Views): string {
+  return `with built as (${DOCUMENTS_OF[views]}),
+  written as (update ${views} v set body = b.body from built b where v.id = b.id returning v.id, octet_length(v.body) as bytes),
+  done as (delete from ${STALE_OF[views]} where pos = any($2::bigint[]))
+select id, bytes from written`;
+}
+
 /**
- * PostgreSQL: the bodies written and the marks read for them deleted, in one statement (one round trip).
- * Each body is a parameter of its own (in an array parameter every quote of a megabyte's JSON would be
- * escaped on this thread first), joined to its row by id. The rows are padded with nulls (which join
- * nothing) to the next power of two, so a few texts recur and are prepared once per connection rather
- * than a new text parsed and planned for every batch size.
+ * PostgreSQL: the documents of these ids built by the server from their source rows (documents.postgres.ts)
+ * and written, and the marks read for them deleted, in one statement: the rows and the bodies never travel
+ * between the server and this process. A document whose owner is gone is not written (only its marks go).
+ * One text per table whatever the number of ids (arrays), prepared once per connection. The sizes of the
+ * bodies written, by id (a body the server left null counts 0).
  */
-export async function writePostgres(tx: Executor, views: Views, bodies: Map<string, string>, positions: string[]): Promise<void> {
-  const deleteMarks = sql`delete from ${sql.table(STALE_OF[views])} where pos = any(${positions}::bigint[])`;
-  if (bodies.size === 0) {
-    await deleteMarks.execute(tx);
-    return;
-  }
-  const padded: [string | null, string | null][] = [...bodies];
-  while ((padded.length & (padded.length - 1)) !== 0) padded.push([null, null]);
-  const rows = sql.join(padded.map(([id, body]) => sql`(${id}, ${body})`));
-  const write = sql`update ${sql.table(views)} v set body = b.body from (values ${rows}) as b(id, body) where v.id = b.id`;
-  await sql`with written as (${write}) ${deleteMarks}`.execute(tx);
+export async function rebuildDocuments(tx: Executor, views: Views, ids: string[], positions: string[]): Promise<Map<string, number>> {
+  const { rows } = await tx.executeQuery<{ id: string; bytes: number | null }>(CompiledQuery.raw(REBUILD_SQL[views], [ids, positions]));
+  return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
 }
 
 /**

@@ -8,7 +8,8 @@
 // - the marks a pass deletes are only ones it read before reading the sources, so every change they stand
 //   for is in the document it writes; a change that commits later leaves its own mark;
 // - a document is written only by the pass that deletes its marks. On PostgreSQL the documents rows are
-//   locked first (SKIP LOCKED), so two projectors never build one document at once. On SQLite a batch is
+//   locked first (SKIP LOCKED), so two projectors never build one document at once, and the server builds
+//   the documents in the statement that writes them (documents.postgres.ts). On SQLite a batch is
 //   built outside any transaction (on a reader thread when there is one: buildBatch), then written in one
 //   short transaction that first checks that every mark the build read is still there (applyBatch): a
 //   mark gone means another projector wrote that document meanwhile, from sources at least as new, and the
@@ -19,7 +20,7 @@ import type { Database } from "../platform/db/schema.ts";
 import { assembleInvoices, INVOICE_COLUMNS } from "./invoice-documents.ts";
 import { oneOf } from "./paging.ts";
 import { compiledOnce } from "../platform/db/compiled-once.ts";
-import { lockWithMarks, vacuumAfterDeletes, writePostgres } from "./projector.postgres.ts";
+import { lockWithMarks, rebuildDocuments, vacuumAfterDeletes } from "./projector.postgres.ts";
 import { STALE_OF, type Views } from "./staleness.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -113,13 +114,13 @@ function bigDocuments(now: () => number) {
     },
     /** A big document's size as last built here. */
     bytes: (id: string) => big.get(id)?.bytes,
-    /** The documents a pass built in `buildMs` (reading their sources, assembling, serializing). */
-    remember(bodies: Map<string, string>, buildMs: number): void {
+    /** The documents a pass built in `buildMs` (reading their sources, assembling, serializing), by their sizes. */
+    remember(sizes: Map<string, number>, buildMs: number): void {
       const at = now();
       let total = 0;
-      for (const body of bodies.values()) total += body.length;
-      for (const [id, body] of bodies) {
-        if (body.length >= BIG_DOCUMENT_BYTES) big.set(id, { bytes: body.length, at, buildMs: (buildMs * body.length) / total });
+      for (const bytes of sizes.values()) total += bytes;
+      for (const [id, bytes] of sizes) {
+        if (bytes >= BIG_DOCUMENT_BYTES) big.set(id, { bytes, at, buildMs: (buildMs * bytes) / total });
         else big.delete(id);
       }
       for (const [id, b] of big) if (big.size > MAX_BIG_REMEMBERED || coolingUntil(b) < at - 60_000) big.delete(id);
@@ -167,7 +168,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       const request = { views, cooling, batch: passBatch(views, build === null) };
       const started = now();
       const built = build === null ? await buildBatch(db, request) : await build(request);
-      big.remember(new Map(built.bodies), now() - started);
+      big.remember(new Map(built.bodies.map(([id, body]) => [id, body.length])), now() - started);
       await applyBatch(db, built);
       return { documents: built.marks.length, more: built.more };
     }
@@ -182,21 +183,15 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
    * PostgreSQL: the documents rows are locked first (SKIP LOCKED: those another projector holds are left to
    * it), then their marks read, then their sources (each statement sees what committed before it, so every
    * change those marks stand for); exactly the marks read are deleted: a change that commits meanwhile keeps
-   * its own mark for the next pass. Four round trips besides the build: BEGIN, the locks with the marks,
-   * the documents written with the marks deleted, COMMIT.
+   * its own mark for the next pass. The server builds the documents in the statement that writes them
+   * (rebuildDocuments). Four round trips: BEGIN, the locks with the marks, the rebuild, COMMIT.
    */
   async function rebuildPostgres(tx: Transaction<Database>, views: Views, candidates: string[]): Promise<{ documents: number; marks: number }> {
     const { ids, positions } = await lockWithMarks(tx, views, candidates);
     if (ids.length === 0) return { documents: 0, marks: 0 };
-    await writePostgres(tx, views, await build(tx, views, ids), positions);
-    return { documents: ids.length, marks: positions.length };
-  }
-
-  async function build(tx: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
     const started = now();
-    const bodies = await bodiesOf(tx, views, ids);
-    big.remember(bodies, now() - started);
-    return bodies;
+    big.remember(await rebuildDocuments(tx, views, ids, positions), now() - started);
+    return { documents: ids.length, marks: positions.length };
   }
 
   async function runOnce(everything = false): Promise<{ documents: number; more: boolean }> {
@@ -321,6 +316,7 @@ async function writeBodies(tx: Executor, views: Views, bodies: Map<string, strin
   for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
 }
 
+/** SQLite: the documents of a batch, built here (on the thread that runs the build). */
 function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
   return views === "invoice_views" ? invoiceBodies(db, ids) : customerBodies(db, ids);
 }
