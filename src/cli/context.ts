@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { CommanderError, type Command } from "commander";
 import { ConfigError, loadConfig, loadDotEnv, type Config } from "../config.ts";
-import { SchemaTooNewError } from "../platform/db/migrate.ts";
+import { DatabaseTooOldError, SchemaTooNewError } from "../platform/db/migrate.ts";
 import { AppError } from "../errors.ts";
 import { RELEASE } from "../platform/ops/release.ts";
 import { SecretsKeyMismatch } from "../platform/crypto/secrets-key.service.ts";
@@ -138,6 +138,10 @@ export function reportCliError(error: unknown): never {
   if (error instanceof SchemaTooNewError) {
     const message = error.message.replace("this release knows", `this release (${RELEASE}) knows`);
     process.stderr.write(`error: ${message}: run the newer release, or restore a backup taken before the upgrade\n`);
+    process.exit(78);
+  }
+  if (error instanceof DatabaseTooOldError) {
+    process.stderr.write(`error: ${error.message}: upgrade PostgreSQL (docs/deploy.md)\n`);
     process.exit(78);
   }
   if (error instanceof AppError) {

@@ -10,7 +10,8 @@
 // whole document (`||` with a null is null): a null body is a document to assemble from the source rows on
 // every read, so it is always right, only slower. That is a timestamp outside 1970–9999 (toISOString's
 // other forms), an amount of 2^53/100 cents or more (a double's shortest text is no longer the amount's
-// two decimals), and a null in a column that should have none.
+// two decimals), and a null where JavaScript would compute with it (a number, a time, a flag). `trim_scale`
+// needs PostgreSQL 13 (docs/deploy.md).
 //
 // Strings: to_json escapes as JSON.stringify does (\" \\ \b \f \n \r \t, other controls as \u00xx in
 // lower case, nothing else); a database in UTF-8 holds no lone surrogates for either to escape.

@@ -98,6 +98,25 @@ export class SchemaTooNewError extends Error {
   }
 }
 
+/**
+ * The oldest PostgreSQL this release runs on, as `server_version_num`: the read model's documents are built
+ * by the server with `trim_scale`, which 13 added (src/readmodel/documents.postgres.ts).
+ */
+export const OLDEST_POSTGRES = 130000;
+
+/** The PostgreSQL server is older than this release needs. */
+export class DatabaseTooOldError extends Error {
+  constructor(version: string) {
+    super(`PostgreSQL ${version} is older than this release of storefront runs on (13 or newer)`);
+    this.name = "DatabaseTooOldError";
+  }
+}
+
+/** Refuses a server older than OLDEST_POSTGRES (its `server_version_num` and `server_version`). */
+export function checkPostgresVersion(versionNum: number, version: string): void {
+  if (!(versionNum >= OLDEST_POSTGRES)) throw new DatabaseTooOldError(version);
+}
+
 export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext, observer: MigrationObserver = {}): Promise<AppliedMigration[]> {
   return migrateTo(db, ctx, null, observer);
 }
@@ -105,9 +124,14 @@ export async function migrateToLatest(db: Kysely<unknown>, ctx: MigrationContext
 /**
  * Applies the migrations up to and including `last` (null: all of them) and returns those it applied, with
  * how long each took; tests of an upgrade start from an older schema. A database that holds migrations
- * this release does not know is refused (SchemaTooNewError) before anything runs.
+ * this release does not know is refused (SchemaTooNewError) before anything runs, and so is a PostgreSQL
+ * server older than this release runs on (DatabaseTooOldError).
  */
 export async function migrateTo(db: Kysely<unknown>, ctx: MigrationContext, last: string | null, observer: MigrationObserver = {}): Promise<AppliedMigration[]> {
+  if (ctx.dialect === "postgres") {
+    const { rows } = await sql<{ num: string; version: string }>`select current_setting('server_version_num') as num, current_setting('server_version') as version`.execute(db);
+    checkPostgresVersion(Number(rows[0]?.num), rows[0]?.version ?? "of unknown version");
+  }
   const names = Object.keys(migrations);
   const applied = await appliedMigrations(db, ctx);
   const unknown = [...applied].filter((name) => !(name in migrations)).sort();
