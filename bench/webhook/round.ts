@@ -39,6 +39,8 @@ export interface RoundSample {
   postgresCpuUs: number | null;
   /** CPU of the server's own PostgreSQL backends per answered request, µs. */
   postgresOwnCpuUs: number | null;
+  /** Bytes of write-ahead log the PostgreSQL server wrote per answered request (the whole server's: other databases' writes count too). */
+  postgresWalBytes: number | null;
   /** After a payment load: ms from its last answer until the read model's backlog was 0 (null: no gauge). */
   catchUpMs?: number | null;
   maxBacklog?: number | null;
@@ -59,6 +61,13 @@ const load = (server: Server, stream: Stream, seconds: number): Promise<LoadResu
     ? drive({ port: server.layout.port, connections: stream.connections, seconds, next: stream.next, ...(stream.amount === undefined ? {} : { amount: stream.amount }) })
     : pace({ port: server.layout.port, connections: stream.connections, seconds, next: stream.next, rate: stream.rate });
 
+/** The server's write-ahead log position in bytes (PostgreSQL rounds only). */
+async function walPosition(client: pg.Client | null, applicationName: string | null): Promise<bigint | null> {
+  if (client === null || applicationName === null) return null;
+  const { rows } = await client.query<{ at: string }>("select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as at");
+  return BigInt(rows[0]!.at.split(".")[0]!);
+}
+
 /** Runs the plan; the payments' and the reads' samples (each only when the plan has that stream). */
 export async function runRound(server: Server, plan: RoundPlan, options: RoundOptions): Promise<{ payments?: RoundSample; reads?: RoundSample }> {
   const cpu0 = await serverCpu(server.child);
@@ -67,6 +76,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   const pgName = server.layout.postgresApplicationName;
   const pgCpu = () => (options.postgres && pgName !== null ? postgresCpu(options.postgres, pgName) : Promise.resolve(null));
   const pg0 = await pgCpu();
+  const wal0 = await walPosition(options.postgres, pgName);
   const pays = plan.payments?.pays === true && server.layout.readModelGauges;
   const watcher = pays ? watchReadModel(server.layout.port) : null;
   const [paid, read] = await Promise.all([
@@ -80,6 +90,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   const machine1 = machineCpu();
   const wallUs = (performance.now() - wall0) * 1000;
   const pg1 = await pgCpu();
+  const wal1 = await walPosition(options.postgres, pgName);
   const pgSpent = pg0 && pg1 ? postgresCpuSpent(pg0, pg1) : null;
   const answered = (paid?.answered ?? 0) + (read?.answered ?? 0);
   const perRequest = (micros: number) => (answered > 0 ? Math.round(micros / answered) : 0);
@@ -100,6 +111,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     machineBusyCores: machine0 && machine1 ? Math.round(((machine1.busy - machine0.busy) / wallUs) * 100) / 100 : null,
     postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),
     postgresOwnCpuUs: pgSpent === null ? null : perRequest(pgSpent.own),
+    postgresWalBytes: wal0 === null || wal1 === null ? null : perRequest(Number(wal1 - wal0)),
     ...(r.latenciesMs === undefined ? {} : { latenciesMs: r.latenciesMs }),
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
