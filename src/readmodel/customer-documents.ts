@@ -30,6 +30,24 @@ export async function customerRows(db: Kysely<Database>, ids: string[]): Promise
     .execute();
 }
 
+/** A customer's completed invoices, which the order figures derive from (times in epoch ms, null when none). */
+export interface CompletedOrders {
+  orders: number;
+  spentCents: number;
+  first: number | null;
+  last: number | null;
+}
+
+/** The order figures of a customer document, in their order there (between its id and its e-mail). */
+export function orderFigures(c: CompletedOrders): Pick<Customer, "totalOrders" | "lastOrderDate" | "firstOrderDate" | "totalSpent"> {
+  return {
+    totalOrders: c.orders,
+    lastOrderDate: c.last === null ? null : isoTime(c.last),
+    firstOrderDate: c.first === null ? null : isoTime(c.first),
+    totalSpent: centsToUsd(c.spentCents),
+  };
+}
+
 /** Customers as the list shows them, from their source rows: one query each for reviews, sessions, invoices. */
 export async function assembleCustomers(db: Kysely<Database>, rows: CustomerRow[]): Promise<Customer[]> {
   if (rows.length === 0) return [];
@@ -72,10 +90,7 @@ export async function assembleCustomers(db: Kysely<Database>, rows: CustomerRow[
     }
     return {
       id: row.id,
-      totalOrders,
-      lastOrderDate: last === null ? null : isoTime(last),
-      firstOrderDate: first === null ? null : isoTime(first),
-      totalSpent: centsToUsd(spentCents),
+      ...orderFigures({ orders: totalOrders, spentCents, first, last }),
       email: row.email,
       createdAt: isoTime(row.created_at),
       storeCustomerDiscordAccount: row.discord_id === null ? null : { discordId: row.discord_id, email: row.discord_email ?? "" },

@@ -22,6 +22,7 @@ import { oneOf } from "./paging.ts";
 import { compiledOnce } from "../platform/db/compiled-once.ts";
 import { lockWithMarks, rebuildDocuments, vacuumAfterDeletes } from "./projector.postgres.ts";
 import { STALE_OF, type Views } from "./staleness.ts";
+import { PATCH_FROM_BYTES, patchedCustomerBodies } from "./customer-patch.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -75,6 +76,8 @@ export interface BuiltBatch {
   marks: [string, number[]][];
   /** More stale documents may wait. */
   more: boolean;
+  /** How many of the bodies are big customer documents patched in place rather than rebuilt (customer-patch.ts). */
+  patched: number;
 }
 
 /** Which documents a pass takes: up to `batch` of `views`, except ones whose rebuild is held back (`cooling`). */
@@ -221,7 +224,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
  * first marked, up to about PASS_BYTES of them (one at least) by their size as remembered (`knownBytes`)
  * or as last stored.
  */
-async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean }> {
+async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean; bytes: (id: string) => number }> {
   const { views, cooling, batch } = request;
   let window = db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
   if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
@@ -232,18 +235,19 @@ async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: s
     .orderBy(sql`min(w.pos)`)
     .limit(batch)
     .execute();
-  if (candidates.length === 0) return { ids: [], more: false };
+  if (candidates.length === 0) return { ids: [], more: false, bytes: () => 0 };
   const stored = views === "customer_views" ? await storedSizes(db, candidates.filter((c) => knownBytes(c.doc_id) === undefined).map((c) => c.doc_id)) : new Map<string, number>();
+  const sizeOf = (id: string) => knownBytes(id) ?? stored.get(id) ?? 0;
   let bytes = 0;
   const ids: string[] = [];
   for (const c of candidates) {
-    bytes += knownBytes(c.doc_id) ?? stored.get(c.doc_id) ?? 0;
+    bytes += sizeOf(c.doc_id);
     if (ids.length > 0 && bytes > PASS_BYTES) break;
     ids.push(c.doc_id);
   }
   // A full batch, one cut short, or a full window of marks: more may wait.
   const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-  return { ids, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8 };
+  return { ids, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8, bytes: sizeOf };
 }
 
 /**
@@ -270,11 +274,26 @@ export async function buildBatch(db: Kysely<Database>, request: BuildRequest): P
 async function buildIn(db: Transaction<Database>, request: BuildRequest): Promise<BuiltBatch> {
   const { views } = request;
   const picked = await pickBatch(db, request, () => undefined);
-  if (picked.ids.length === 0) return { views, bodies: [], marks: [], more: false };
-  const rows = await db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).where("doc_id", "in", picked.ids).execute();
+  if (picked.ids.length === 0) return { views, bodies: [], marks: [], more: false, patched: 0 };
   const marks = new Map<string, number[]>(picked.ids.map((id) => [id, []]));
-  for (const r of rows) marks.get(r.doc_id)?.push(Number(r.pos));
-  return { views, bodies: [...(await bodiesOf(db, views, picked.ids))], marks: [...marks], more: picked.more };
+  if (views === "invoice_views") {
+    const rows = await db.selectFrom("stale_invoice_views").select(["doc_id", "pos"]).where("doc_id", "in", picked.ids).execute();
+    for (const r of rows) marks.get(r.doc_id)?.push(Number(r.pos));
+    return { views, bodies: [...(await invoiceBodies(db, picked.ids))], marks: [...marks], more: picked.more, patched: 0 };
+  }
+  // A big customer document whose every mark names an invoice is patched (customer-patch.ts).
+  const rows = await db.selectFrom("stale_customer_views").select(["doc_id", "pos", "invoice_id"]).where("doc_id", "in", picked.ids).execute();
+  const named = new Map<string, string[] | null>(picked.ids.filter((id) => picked.bytes(id) >= PATCH_FROM_BYTES).map((id) => [id, []]));
+  for (const r of rows) {
+    marks.get(r.doc_id)?.push(Number(r.pos));
+    const invoices = named.get(r.doc_id);
+    if (invoices) named.set(r.doc_id, r.invoice_id === null ? null : [...invoices, r.invoice_id]);
+  }
+  const patchable = new Map([...named].filter((e): e is [string, string[]] => e[1] !== null && e[1].length > 0));
+  const bodies = await patchedCustomerBodies(db as Kysely<Database>, patchable);
+  const patched = bodies.size;
+  for (const [id, body] of await customerBodies(db, picked.ids.filter((id) => !bodies.has(id)))) bodies.set(id, body);
+  return { views, bodies: [...bodies], marks: [...marks], more: picked.more, patched };
 }
 
 /**
@@ -314,11 +333,6 @@ const writeBody = {
 /** SQLite: the bodies written, one statement per document, of one text (prepared once). */
 async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
   for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
-}
-
-/** SQLite: the documents of a batch, built here (on the thread that runs the build). */
-function bodiesOf(db: Executor, views: Views, ids: string[]): Promise<Map<string, string>> {
-  return views === "invoice_views" ? invoiceBodies(db, ids) : customerBodies(db, ids);
 }
 
 /** Invoices as the list shows them, as JSON, by id (those that still exist). */

@@ -305,7 +305,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
   test("a document whose marks were all gone when its batch was built is not written: another projector owns it", () =>
     withOneInvoice(async (h, id) => {
       const before = await invoiceBody(h, id);
-      assert.equal(await applyBatch(h.services.db.kysely, { views: "invoice_views", bodies: [[id, '{"old":true}']], marks: [[id, []]], more: false }), 0);
+      assert.equal(await applyBatch(h.services.db.kysely, { views: "invoice_views", bodies: [[id, '{"old":true}']], marks: [[id, []]], more: false, patched: 0 }), 0);
       assert.equal(await invoiceBody(h, id), before);
     }));
 

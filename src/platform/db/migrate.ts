@@ -30,6 +30,7 @@ import * as m0023 from "./migrations/0023_marks_skip_unmoved.ts";
 import * as m0024 from "./migrations/0024_payment_raced.ts";
 import * as m0025 from "./migrations/0025_marks_per_statement.ts";
 import * as m0026 from "./migrations/0026_documents_fillfactor.ts";
+import * as m0027 from "./migrations/0027_customer_marks_name_invoice.ts";
 
 import type { MigrationContext } from "./migrations/context.ts";
 
@@ -63,6 +64,7 @@ const migrations: Record<string, MigrationModule> = {
   "0024_payment_raced": m0024,
   "0025_marks_per_statement": m0025,
   "0026_documents_fillfactor": m0026,
+  "0027_customer_marks_name_invoice": m0027,
 };
 
 /** The migrations this release ships, oldest first. */

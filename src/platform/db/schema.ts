@@ -262,6 +262,11 @@ export interface StaleDocumentsTable {
   created_at: number;
 }
 
+/** A customer document's mark: on SQLite, a write to one of its invoices names that invoice (migration 0027). */
+export interface StaleCustomerDocumentsTable extends StaleDocumentsTable {
+  invoice_id: string | null;
+}
+
 export interface ConsoleUsersTable {
   id: string;
   email: string;
@@ -304,7 +309,7 @@ export interface Database {
   event_attempts: EventAttemptsTable;
   customer_views: ViewsTable;
   invoice_views: ViewsTable;
-  stale_customer_views: StaleDocumentsTable;
+  stale_customer_views: StaleCustomerDocumentsTable;
   stale_invoice_views: StaleDocumentsTable;
   console_users: ConsoleUsersTable;
   console_sessions: ConsoleSessionsTable;
