@@ -10,8 +10,8 @@
 // whose creation time changed (its place in the list), figures a double cannot hold exactly, or a document
 // that does not have the shape expected.
 //
-// Finding an entry in the text: inside a JSON string every quote is escaped, so `{"id":"…",` and
-// `"createdAt":"` with bare quotes occur only where the document's structure puts them.
+// Finding an entry in the text: inside a JSON string every quote is escaped, so `{"id":`, `,"totalInUsd":`
+// and `"createdAt":"` with bare quotes occur only where the document's structure puts them.
 import type { Kysely } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
 import { type CompletedOrders, orderFigures } from "./customer-documents.ts";
@@ -24,6 +24,8 @@ export const PATCH_FROM_BYTES = 64 * 1024;
 const FIGURES_START = '"totalOrders":';
 const AFTER_FIGURES = ',"email":';
 const INVOICES_START = ',"invoices":[';
+const ENTRY_START = '{"id":';
+const AFTER_ENTRY_ID = ',"totalInUsd":';
 const CREATED_AT = '"createdAt":"';
 
 /** Cents summed beyond this are not the exact sum as a double: the rebuild's own sum is the definition. */
@@ -41,11 +43,23 @@ export function patchCustomerDocument(body: string, customerId: string, invoices
   if (figuresEnd < 0 || list < 0 || !Number.isSafeInteger(completed.spentCents) || Math.abs(completed.spentCents) >= EXACT_CENTS) return null;
 
   const edits: [start: number, end: number, text: string][] = [[head.length, figuresEnd, JSON.stringify(orderFigures(completed)).slice(1, -1)]];
+  // The entries to replace, by the JSON text of their id as the list holds it.
+  const wanted = new Map<string, InvoiceRow>();
   for (const row of invoices) {
     if (row.customer_id !== customerId) return null;
-    const start = body.indexOf(`{"id":${JSON.stringify(row.id)},`, list);
-    if (start < 0) return null;
-    const created = body.indexOf(CREATED_AT, start);
+    wanted.set(JSON.stringify(row.id), row);
+  }
+  // One walk of the list, entry to entry, until every wanted one is found (a customer paid a hundred times
+  // since the last patch costs one walk, not a hundred searches of the megabyte).
+  let at = list + INVOICES_START.length;
+  for (let found = 0; found < wanted.size; ) {
+    const start = body.indexOf(ENTRY_START, at);
+    const idEnd = start < 0 ? -1 : body.indexOf(AFTER_ENTRY_ID, start);
+    if (idEnd < 0) return null;
+    const row = wanted.get(body.slice(start + ENTRY_START.length, idEnd));
+    at = idEnd;
+    if (row === undefined) continue;
+    const created = body.indexOf(CREATED_AT, idEnd);
     const close = created < 0 ? -1 : body.indexOf('"', created + CREATED_AT.length);
     if (close < 0 || body[close + 1] !== "}") return null;
     const end = close + 2;
@@ -53,13 +67,12 @@ export function patchCustomerDocument(body: string, customerId: string, invoices
     // The list is in creation order (newest first, then by id): the same creation time keeps the place.
     if (!entry.endsWith(body.slice(created, end))) return null;
     edits.push([start, end, entry]);
+    found++;
+    at = end;
   }
-  edits.sort((a, b) => a[0] - b[0]);
   let out = "";
-  let at = 0;
+  at = 0;
   for (const [start, end, text] of edits) {
-    // The same invoice twice: its entry is written once.
-    if (start < at) continue;
     out += body.slice(at, start) + text;
     at = end;
   }
