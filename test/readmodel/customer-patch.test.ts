@@ -108,8 +108,8 @@ describe("patchCustomerDocument", () => {
     customer_id: "cus_1",
     total_cents: 1999,
     payment_method: "card",
-    displayed_payment_info: null,
-    created_on_session_id: null,
+    displayed_payment_info: "card 4242",
+    created_on_session_id: "ses_1",
     left_feedback: 0,
     status,
     discord_id: null,
@@ -117,7 +117,7 @@ describe("patchCustomerDocument", () => {
     created_at: createdAt,
     updated_at: createdAt,
   });
-  const document = '{"id":"cus_1","totalOrders":0,"lastOrderDate":null,"firstOrderDate":null,"totalSpent":0,"email":"a@b.c","createdAt":"2024-01-01T00:00:00.000Z","storeCustomerDiscordAccount":null,"reviews":[],"customerSessions":[],"invoices":[{"id":"inv_2","totalInUsd":19.99,"paymentMethod":"card","displayedPaymentInfo":null,"createdOnSessionId":null,"leftFeedback":false,"status":"pending","createdAt":"2024-01-02T00:00:00.000Z"},{"id":"inv_1","totalInUsd":19.99,"paymentMethod":"card","displayedPaymentInfo":null,"createdOnSessionId":null,"leftFeedback":false,"status":"pending","createdAt":"2024-01-01T00:00:00.000Z"}]}';
+  const document = '{"id":"cus_1","totalOrders":0,"lastOrderDate":null,"firstOrderDate":null,"totalSpent":0,"email":"a@b.c","createdAt":"2024-01-01T00:00:00.000Z","storeCustomerDiscordAccount":null,"reviews":[],"customerSessions":[],"invoices":[{"id":"inv_2","totalInUsd":19.99,"paymentMethod":"card","displayedPaymentInfo":"card 4242","createdOnSessionId":"ses_1","leftFeedback":false,"status":"pending","createdAt":"2024-01-02T00:00:00.000Z"},{"id":"inv_1","totalInUsd":19.99,"paymentMethod":"card","displayedPaymentInfo":"card 4242","createdOnSessionId":"ses_1","leftFeedback":false,"status":"pending","createdAt":"2024-01-01T00:00:00.000Z"}]}';
   const day = Date.parse("2024-01-01T00:00:00.000Z");
 
   test("replaces the entry and the figures", () => {
