@@ -287,10 +287,12 @@ async function buildIn(db: Transaction<Database>, request: BuildRequest): Promis
   for (const r of rows) {
     marks.get(r.doc_id)?.push(Number(r.pos));
     const invoices = named.get(r.doc_id);
-    if (invoices) named.set(r.doc_id, r.invoice_id === null ? null : [...invoices, r.invoice_id]);
+    if (!invoices) continue;
+    if (r.invoice_id === null) named.set(r.doc_id, null);
+    else invoices.push(r.invoice_id);
   }
   const patchable = new Map([...named].filter((e): e is [string, string[]] => e[1] !== null && e[1].length > 0));
-  const bodies = await patchedCustomerBodies(db as Kysely<Database>, patchable);
+  const bodies = await patchedCustomerBodies(db, patchable);
   const patched = bodies.size;
   for (const [id, body] of await customerBodies(db, picked.ids.filter((id) => !bodies.has(id)))) bodies.set(id, body);
   return { views, bodies: [...bodies], marks: [...marks], more: picked.more, patched };
