@@ -69,9 +69,48 @@ export async function rebuildDocuments(tx: Executor, views: Views, ids: string[]
  * webhook bench, 50-240 ms a statement). A vacuum of the small table that a healthy queue is takes a few
  * milliseconds. SKIP_LOCKED: a table another vacuum holds is left to it. A role that does not own the table
  * gets a warning, not an error, and the table is left to autovacuum.
+ *
+ * A vacuum reads each index of the table whole, and a vacuum gives the table's empty pages back but not an
+ * index's: after a backlog (an import marks hundreds of thousands of documents) the indexes keep its size,
+ * and every later vacuum of the small queue read 15 MB of them, 110 ms where 3 would do (bench/README.md,
+ * twenty-third pass). So a vacuum that leaves the indexes far bigger than the marks it counted rebuilds them.
  */
 export async function vacuumMarks(db: Kysely<Database>, views: Views): Promise<void> {
   await sql.raw(`vacuum (skip_locked) ${STALE_OF[views]}`).execute(db);
+  if (await indexesOutgrown(db, STALE_OF[views])) await rebuildMarksIndexes(db, STALE_OF[views]);
+}
+
+/** Indexes of a marks table this size or smaller are never rebuilt. */
+const REBUILD_INDEXES_FROM_BYTES = 1 << 20;
+/** Index bytes per mark above which a marks table's indexes are rebuilt: about eight times a fresh index's. */
+const REBUILD_INDEXES_PER_MARK = 512;
+
+/** Whether the table's indexes outgrew its marks, as its last vacuum counted them (pg_class.reltuples). */
+async function indexesOutgrown(db: Kysely<Database>, table: string): Promise<boolean> {
+  const { rows } = await sql<{ marks: number; bytes: string }>`select greatest(c.reltuples, 0)::float8 as marks,
+    (select coalesce(sum(pg_relation_size(x.indexrelid)), 0) from pg_index x where x.indrelid = c.oid) as bytes
+    from pg_class c where c.oid = to_regclass(${table})`.execute(db);
+  const bytes = Number(rows[0]?.bytes ?? 0);
+  return bytes > REBUILD_INDEXES_FROM_BYTES && bytes > REBUILD_INDEXES_PER_MARK * (rows[0]?.marks ?? 0);
+}
+
+/**
+ * Rebuilds a marks table's indexes beside the old ones (CONCURRENTLY: the payments' marks go on being
+ * written meanwhile; the rebuild waits for the transactions older than it). A rebuild cut short (the
+ * connection or the process lost) leaves an invalid copy named `…_ccnew` or `…_ccold`, which every insert
+ * would go on maintaining: those are dropped first. Waiting for another process's rebuild of the same table
+ * is waiting for its lock; by then its copy has taken the index's name. Any failure (a role that does not
+ * own the table, say) leaves the indexes as they were: they are only slower.
+ */
+async function rebuildMarksIndexes(db: Kysely<Database>, table: string): Promise<void> {
+  try {
+    const { rows } = await sql<{ name: string }>`select i.relname as name from pg_index x join pg_class i on i.oid = x.indexrelid
+      where x.indrelid = to_regclass(${table}) and not x.indisvalid and i.relname ~ '_cc(new|old)[0-9]*$'`.execute(db);
+    for (const { name } of rows) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(db);
+    await sql`reindex table concurrently ${sql.table(table)}`.execute(db);
+  } catch {
+    // Left as they were.
+  }
 }
 
 /**

@@ -176,7 +176,11 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
       return { documents: built.marks.length, more: built.more };
     }
     const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.bytes(id));
-    if (picked.ids.length === 0) return { documents: 0, more: false };
+    if (picked.ids.length === 0) {
+      // The queue is empty: a vacuum a backlog put off (its last pass was full) is owed now.
+      vacuum?.deleted(views, 0, false);
+      return { documents: 0, more: false };
+    }
     const { documents, marks } = await passes.transaction().execute((tx) => rebuildPostgres(tx, views, picked.ids));
     vacuum?.deleted(views, marks, picked.more);
     return { documents, more: picked.more };
