@@ -75,15 +75,35 @@ export async function rebuildDocuments(tx: Executor, views: Views, ids: string[]
  * and every later vacuum of the small queue read 15 MB of them, 110 ms where 3 would do (bench/README.md,
  * twenty-third pass). So a vacuum that leaves the indexes far bigger than the marks it counted rebuilds them.
  */
-export async function vacuumMarks(db: Kysely<Database>, views: Views): Promise<void> {
-  await sql.raw(`vacuum (skip_locked) ${STALE_OF[views]}`).execute(db);
-  if (await indexesOutgrown(db, STALE_OF[views])) await rebuildMarksIndexes(db, STALE_OF[views]);
+export async function vacuumMarks(db: Kysely<Database>, views: Views, options: IndexRebuildOptions = {}): Promise<IndexesAfterVacuum> {
+  const table = STALE_OF[views];
+  await sql.raw(`vacuum (skip_locked) ${table}`).execute(db);
+  if (options.rebuild === false || !(await indexesOutgrown(db, table))) return "kept";
+  return (await rebuildMarksIndexes(db, table, options.timeoutMs ?? REBUILD_INDEXES_TIMEOUT_MS)) ? "rebuilt" : "failed";
+}
+
+/** What a vacuum of a marks table did to its indexes. */
+export type IndexesAfterVacuum = "kept" | "rebuilt" | "failed";
+
+export interface IndexRebuildOptions {
+  /** False: outgrown indexes are left as they are this time (after a failed rebuild). */
+  rebuild?: boolean;
+  /** A rebuild still running after this long is cancelled (REBUILD_INDEXES_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 /** Indexes of a marks table this size or smaller are never rebuilt. */
 const REBUILD_INDEXES_FROM_BYTES = 1 << 20;
 /** Index bytes per mark above which a marks table's indexes are rebuilt: about eight times a fresh index's. */
 const REBUILD_INDEXES_PER_MARK = 512;
+/**
+ * A rebuild of a small table's indexes takes tens of milliseconds; one that runs this long is waiting for an
+ * older transaction (a backup's, an analyst's query) while it holds the table against the projector's
+ * vacuums (skipped meanwhile), so it is cancelled.
+ */
+const REBUILD_INDEXES_TIMEOUT_MS = 10_000;
+/** After a rebuild failed or was cancelled, the projector leaves the table's indexes as they are this long. */
+const REBUILD_RETRY_MS = 10 * 60_000;
 
 /** Whether the table's indexes outgrew its marks, as its last vacuum counted them (pg_class.reltuples). */
 async function indexesOutgrown(db: Kysely<Database>, table: string): Promise<boolean> {
@@ -96,20 +116,28 @@ async function indexesOutgrown(db: Kysely<Database>, table: string): Promise<boo
 
 /**
  * Rebuilds a marks table's indexes beside the old ones (CONCURRENTLY: the payments' marks go on being
- * written meanwhile; the rebuild waits for the transactions older than it). A rebuild cut short (the
- * connection or the process lost) leaves an invalid copy named `…_ccnew` or `…_ccold`, which every insert
- * would go on maintaining: those are dropped first. Waiting for another process's rebuild of the same table
- * is waiting for its lock; by then its copy has taken the index's name. Any failure (a role that does not
- * own the table, say) leaves the indexes as they were: they are only slower.
+ * written meanwhile), on one connection whose statements are cancelled after `timeoutMs`. A rebuild cut short
+ * (cancelled, or the connection or the process lost) leaves an invalid copy named `…_ccnew` or `…_ccold`,
+ * which every insert would go on maintaining: those are dropped first. Waiting for another process's rebuild
+ * of the same table is waiting for its lock; by then its copy has taken the index's name. False when it
+ * failed (a role that does not own the table, say): the indexes are as they were, only slower.
  */
-async function rebuildMarksIndexes(db: Kysely<Database>, table: string): Promise<void> {
+async function rebuildMarksIndexes(db: Kysely<Database>, table: string, timeoutMs: number): Promise<boolean> {
   try {
-    const { rows } = await sql<{ name: string }>`select i.relname as name from pg_index x join pg_class i on i.oid = x.indexrelid
-      where x.indrelid = to_regclass(${table}) and not x.indisvalid and i.relname ~ '_cc(new|old)[0-9]*$'`.execute(db);
-    for (const { name } of rows) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(db);
-    await sql`reindex table concurrently ${sql.table(table)}`.execute(db);
+    return await db.connection().execute(async (connection) => {
+      await sql.raw(`set statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`).execute(connection);
+      try {
+        const { rows } = await sql<{ name: string }>`select i.relname as name from pg_index x join pg_class i on i.oid = x.indexrelid
+          where x.indrelid = to_regclass(${table}) and not x.indisvalid and i.relname ~ '_cc(new|old)[0-9]*$'`.execute(connection);
+        for (const { name } of rows) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(connection);
+        await sql`reindex table concurrently ${sql.table(table)}`.execute(connection);
+        return true;
+      } finally {
+        await sql.raw("reset statement_timeout").execute(connection);
+      }
+    });
   } catch {
-    // Left as they were.
+    return false;
   }
 }
 
@@ -117,11 +145,16 @@ async function rebuildMarksIndexes(db: Kysely<Database>, table: string): Promise
  * Counts the marks deleted per table and vacuums a table after every VACUUM_AFTER_MARKS, one vacuum at a
  * time. While a backlog remains (the pass was full), at most every VACUUM_DURING_BACKLOG_MS: a vacuum reads
  * the whole table, and a table of 300,000 waiting marks vacuumed after every 1,000 would cost more than the
- * dead rows it removes.
+ * dead rows it removes. A rebuild of the table's indexes that failed is not tried again for REBUILD_RETRY_MS.
  */
-export function vacuumAfterDeletes(db: Kysely<Database>, now: () => number): { deleted(views: Views, marks: number, backlog: boolean): void } {
+export function vacuumAfterDeletes(
+  db: Kysely<Database>,
+  now: () => number,
+  vacuum: typeof vacuumMarks = vacuumMarks,
+): { deleted(views: Views, marks: number, backlog: boolean): void } {
   const deleted: Record<Views, number> = { customer_views: 0, invoice_views: 0 };
   const lastAt: Record<Views, number> = { customer_views: -Infinity, invoice_views: -Infinity };
+  const rebuildFrom: Record<Views, number> = { customer_views: -Infinity, invoice_views: -Infinity };
   const running = new Set<Views>();
   return {
     deleted(views, marks, backlog) {
@@ -133,7 +166,10 @@ export function vacuumAfterDeletes(db: Kysely<Database>, now: () => number): { d
       running.add(views);
       // Not awaited: the next pass goes on meanwhile. A failure (the connection lost, the database closing)
       // leaves the table to the next threshold, or to autovacuum.
-      vacuumMarks(db, views)
+      vacuum(db, views, { rebuild: now() >= rebuildFrom[views] })
+        .then((indexes) => {
+          if (indexes === "failed") rebuildFrom[views] = now() + REBUILD_RETRY_MS;
+        })
         .catch(() => {})
         .finally(() => running.delete(views));
     },

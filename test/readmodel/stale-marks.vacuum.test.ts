@@ -11,8 +11,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type Kysely, sql } from "kysely";
+import pg from "pg";
 import type { Database } from "../../src/platform/db/schema.ts";
 import { rebuildReadModel } from "../../src/readmodel/documents.ts";
+import { type IndexRebuildOptions, type IndexesAfterVacuum, vacuumAfterDeletes, vacuumMarks } from "../../src/readmodel/projector.postgres.ts";
 import { createHarness, type Harness, pgSkip } from "../helpers/harness.ts";
 
 /** Marks of documents whose owner is gone: the projector only deletes them. */
@@ -108,6 +110,36 @@ describe("PostgreSQL: the marks tables are vacuumed by the code that empties the
     assert.ok((await indexBytes(db, "stale_invoice_views")) < 200_000);
   });
 
+  test("a rebuild that waits for an older transaction is cancelled, and the next one drops its copy", { timeout: 30_000 }, async () => {
+    const db = h.services.db.kysely;
+    await h.services.projector.drain();
+    await marksOfGoneInvoices(db, 30_000, "gone-wait-");
+    // A transaction holding a snapshot older than the rebuild (a backup, a long report): REINDEX CONCURRENTLY
+    // waits for it to end.
+    const older = new pg.Client({ connectionString: h.databaseUrl });
+    await older.connect();
+    try {
+      await older.query("begin isolation level repeatable read");
+      await older.query("select 1");
+      await sql`delete from stale_invoice_views`.execute(db);
+      // Ended after 5 s whatever happens: a rebuild that is never cancelled then completes, and fails the test.
+      const release = setTimeout(() => void older.query("commit").catch(() => {}), 5_000);
+      const outcome = await vacuumMarks(db, "invoice_views", { timeoutMs: 300 });
+      clearTimeout(release);
+      assert.equal(outcome, "failed");
+      const invalid = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_index where indrelid = to_regclass('stale_invoice_views') and not indisvalid`.execute(db)).rows[0]!.n);
+      assert.ok((await invalid()) > 0, "the cancelled rebuild left its copy");
+      await older.query("commit");
+      assert.equal(await vacuumMarks(db, "invoice_views"), "rebuilt");
+      assert.equal(await invalid(), 0, "the copy dropped");
+      assert.ok((await indexBytes(db, "stale_invoice_views")) < 200_000);
+      const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(db);
+      assert.equal(rows[0]!.statement_timeout, "0", "the pool's connections keep no timeout");
+    } finally {
+      await older.end();
+    }
+  });
+
   test("the projector's own vacuum after a backlog rebuilds the backlog's indexes", async () => {
     const own = await createHarness("postgres");
     try {
@@ -134,5 +166,35 @@ describe("PostgreSQL: the marks tables are vacuumed by the code that empties the
     await marksOfGoneInvoices(db, 50, "gone-c-");
     await rebuildReadModel(db);
     assert.equal(await vacuumedSince(db, "stale_invoice_views", before), true);
+  });
+});
+
+describe("the projector's vacuums of the marks tables", () => {
+  test("after a failed rebuild of a table's indexes, its vacuums leave them as they are for ten minutes", async () => {
+    let clock = 0;
+    const calls: { views: string; rebuild: boolean | undefined }[] = [];
+    let outcome: IndexesAfterVacuum = "failed";
+    const fake = async (_db: unknown, views: string, options: IndexRebuildOptions = {}) => {
+      calls.push({ views, rebuild: options.rebuild });
+      return options.rebuild === false ? "kept" : outcome;
+    };
+    const vacuums = vacuumAfterDeletes({} as Kysely<Database>, () => clock, fake);
+    const settled = () => new Promise((resolve) => setImmediate(resolve));
+    vacuums.deleted("invoice_views", 1_000, false);
+    await settled();
+    clock += 60_000;
+    vacuums.deleted("invoice_views", 1_000, false);
+    vacuums.deleted("customer_views", 1_000, false);
+    await settled();
+    outcome = "rebuilt";
+    clock += 9 * 60_000;
+    vacuums.deleted("invoice_views", 1_000, false);
+    await settled();
+    assert.deepEqual(calls, [
+      { views: "invoice_views", rebuild: true },
+      { views: "invoice_views", rebuild: false },
+      { views: "customer_views", rebuild: true },
+      { views: "invoice_views", rebuild: true },
+    ]);
   });
 });
