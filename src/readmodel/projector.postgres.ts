@@ -74,8 +74,6 @@ export async function rebuildDocuments(tx: Executor, views: Views, ids: string[]
  * index's: after a backlog (an import marks hundreds of thousands of documents) the indexes keep its size,
  * and every later vacuum of the small queue read 15 MB of them, 110 ms where 3 would do (bench/README.md,
  * twenty-third pass). So a vacuum that leaves the indexes far bigger than the marks it counted rebuilds them.
- * The tables keep their empty pages (migration 0028, `vacuum_truncate = false`): giving them back took a lock
- * that held every payment's marks out, for pages the queue fills again within seconds.
  */
 export async function vacuumMarks(db: Kysely<Database>, views: Views, options: IndexRebuildOptions = {}): Promise<IndexesAfterVacuum> {
   const table = STALE_OF[views];

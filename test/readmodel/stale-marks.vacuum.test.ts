@@ -160,24 +160,6 @@ describe("PostgreSQL: the marks tables are vacuumed by the code that empties the
     }
   });
 
-  test("a vacuum of an emptied marks table keeps its pages: no truncation, whose exclusive lock holds the payments' marks", async () => {
-    const db = h.services.db.kysely;
-    await h.services.projector.drain();
-    const pages = async (table: string) => Number((await sql<{ n: string }>`select pg_relation_size(to_regclass(${table})) / 8192 as n`.execute(db)).rows[0]!.n);
-    for (const views of ["invoice_views", "customer_views"] as const) {
-      const table = `stale_${views}`;
-      await sql`insert into ${sql.table(table)} (doc_id, created_at) select 'gone-t-' || g, 0 from generate_series(1, 3000) g`.execute(db);
-      await sql`delete from ${sql.table(table)}`.execute(db);
-      const filled = await pages(table);
-      assert.ok(filled >= 10, `${table}: ${filled} pages of deleted marks`);
-      // The projector's vacuum, and a vacuum that names no option (autovacuum's, an operator's), alike.
-      await vacuumMarks(db, views, { rebuild: false });
-      assert.equal(await pages(table), filled, `${table}: the projector's vacuum gave no page back`);
-      await sql.raw(`vacuum ${table}`).execute(db);
-      assert.equal(await pages(table), filled, `${table}: a plain vacuum gave no page back`);
-    }
-  });
-
   test("a rebuild of the read model vacuums the marks tables it emptied", async () => {
     const db = h.services.db.kysely;
     const before = await manualVacuums(db, "stale_invoice_views");
