@@ -42,22 +42,15 @@ const REFERENCING: Record<Event, string> = {
   delete: "referencing old table as old_rows",
 };
 
-/**
- * One insert per documents table: the documents named by the statement's rows, each once; of the tables
- * in `once` (migration 0028), only those this transaction has not marked yet, as far as a look at eight of
- * the document's marks tells (a document with more may get one mark too many, never one too few).
- */
-function marks(table: string, event: Event, once: readonly Views[]): string[] {
+/** One insert per documents table: the documents named by the statement's rows, each once. */
+function marks(table: string, event: Event): string[] {
   const byViews = new Map<Views, string[]>();
   for (const [views, column] of RULES[table]!) byViews.set(views, [...(byViews.get(views) ?? []), column]);
   return [...byViews].map(([views, columns]) => {
     const selects = ROWS[event].flatMap((rows) => columns.map((column) => `select ${column} as doc_id from ${rows}`));
     // `union` keeps each id once; a single select needs its own `distinct`.
     const ids = selects.length === 1 ? selects[0]!.replace("select ", "select distinct ") : selects.join(" union ");
-    const unmarked = once.includes(views)
-      ? ` where not exists (select 1 from (select s.xmin from stale_${views} s where s.doc_id = ids.doc_id limit 8) as m where m.xmin = pg_current_xact_id()::xid)`
-      : "";
-    return `insert into stale_${views} (doc_id, created_at) select doc_id, ${NOW_MS} from (${ids}) as ids${unmarked};`;
+    return `insert into stale_${views} (doc_id, created_at) select doc_id, ${NOW_MS} from (${ids}) as ids;`;
   });
 }
 
@@ -71,26 +64,17 @@ function ownerRows(views: Views | undefined, event: Event): string[] {
   ];
 }
 
-/** The tables whose writes mark documents, each with its statement trigger function `${table}_marks()`. */
-export const MARKING_TABLES: readonly string[] = Object.keys(RULES);
-
-/** The body of `${table}_marks()` (see `marks` for `once`). */
-export function marksFunctionBody(table: string, once: readonly Views[] = []): string {
-  const views = (Object.keys(OWNER_OF) as Views[]).find((v) => OWNER_OF[v] === table);
-  const branches = (["insert", "update", "delete"] as const).map(
-    (event) => `if tg_op = '${event.toUpperCase()}' then ${[...ownerRows(views, event), ...marks(table, event, once)].join(" ")} end if;`,
-  );
-  return `begin ${branches.join(" ")} return null; end`;
-}
-
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {
   if (ctx.dialect !== "postgres") return;
   const run = (text: string) => sql.raw(text).execute(db);
-  for (const table of MARKING_TABLES) {
+  for (const table of Object.keys(RULES)) {
     const views = (Object.keys(OWNER_OF) as Views[]).find((v) => OWNER_OF[v] === table);
     await run(`drop trigger ${table}_marks on ${table}`);
     await run(`drop function ${table}_marks()`);
-    await run(`create function ${table}_marks() returns trigger language plpgsql as $$ ${marksFunctionBody(table)} $$`);
+    const branches = (["insert", "update", "delete"] as const).map(
+      (event) => `if tg_op = '${event.toUpperCase()}' then ${[...ownerRows(views, event), ...marks(table, event)].join(" ")} end if;`,
+    );
+    await run(`create function ${table}_marks() returns trigger language plpgsql as $$ begin ${branches.join(" ")} return null; end $$`);
     // A trigger with transition tables has one event.
     for (const event of ["insert", "update", "delete"] as const) {
       await run(`create trigger ${table}_marks_${event} after ${event} on ${table} ${REFERENCING[event]} for each statement execute function ${table}_marks()`);
