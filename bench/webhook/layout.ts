@@ -64,7 +64,7 @@ async function fiveEach(rows: SourceRows, storeId: string, invoices: number, lab
   return { storeId, invoiceIds: acrossCustomers(seeded.pending) };
 }
 
-export interface BuiltLayout extends Omit<Layout, "port" | "readModelGauges" | "postgresApplicationName"> {
+export interface BuiltLayout extends Omit<Layout, "port" | "readModelGauges" | "postgresApplicationName" | "sqliteFile"> {
   /** Builds the reads' page list once the read model is settled (a version with a projector: after it). */
   walkPages(): Promise<{ invoices: string[]; customers: string[] }>;
 }

@@ -21,6 +21,8 @@ export interface Layout {
   plainTs: string | null;
   /** PostgreSQL: the application_name of this server's connections (its backends in pg_stat_activity). */
   postgresApplicationName: string | null;
+  /** SQLite: the database file (the runner reads its write-ahead log's index); null on PostgreSQL. */
+  sqliteFile: string | null;
   /** Whether this version exposes storefront_readmodel_backlog. */
   readModelGauges: boolean;
   /** Seconds spent building the layout, by step. */

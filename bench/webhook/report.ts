@@ -29,6 +29,8 @@ export interface Summary {
   postgresOwnCpuUs: number | null;
   /** Median over rounds of the server's write-ahead log bytes per request; null on SQLite (and in rounds recorded before it was measured). */
   postgresWalBytes: number | null;
+  /** The same on SQLite, from the log's index (probes.ts, watchSqliteWal); null on PostgreSQL and in rounds recorded before it was measured. */
+  sqliteWalBytes: number | null;
   /** Median over rounds; null when the server has no read model gauge ("n/a"). */
   catchUpMs: number | null;
   maxBacklog: number | null;
@@ -62,6 +64,7 @@ export function summarize(samples: RoundSample[]): Summary {
   const pg = nonNull(samples.map((s) => s.postgresCpuUs));
   const pgOwn = nonNull(samples.map((s) => s.postgresOwnCpuUs));
   const wal = nonNull(samples.map((s) => s.postgresWalBytes));
+  const sqliteWal = nonNull(samples.map((s) => s.sqliteWalBytes));
   return {
     rps: Math.round(median(samples.map((s) => s.rps))),
     // Latencies are kept to 0.1 ms; the median of an even number of rounds is a mean of two, rounded again.
@@ -77,6 +80,7 @@ export function summarize(samples: RoundSample[]): Summary {
     postgresCpuUs: pg.length === 0 ? null : Math.round(median(pg)),
     postgresOwnCpuUs: pgOwn.length === 0 ? null : Math.round(median(pgOwn)),
     postgresWalBytes: wal.length === 0 ? null : Math.round(median(wal)),
+    sqliteWalBytes: sqliteWal.length === 0 ? null : Math.round(median(sqliteWal)),
     catchUpMs: catchUps.length === 0 ? null : Math.round(median(catchUps)),
     maxBacklog: backlogs.length === 0 ? null : Math.max(...backlogs),
     maxLagSeconds: lags.length === 0 ? null : Math.max(...lags),
@@ -161,7 +165,7 @@ const cell = (x: number | null | undefined, unit = "") => (x === null || x === u
 
 export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | null, sides: Side[]): string {
   const lines: string[] = [];
-  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req (main thread's, busy + waiting for a core) | machine cores busy | PostgreSQL CPU µs/req: own backends (all) | PostgreSQL WAL bytes/req | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
+  lines.push("| database | case | side | deliveries/s | p50 ms | p99 ms | server CPU µs/req (main thread's, busy + waiting for a core) | machine cores busy | PostgreSQL CPU µs/req: own backends (all) | WAL bytes/req (PostgreSQL: the server's; SQLite: from the log's index) | catch-up ms (max backlog) | rounds (/s) | non-2xx |");
   lines.push("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
   for (const [dialect, cases] of Object.entries(summaries)) {
     for (const [id, bySide] of Object.entries(cases) as [CaseId, Partial<Record<Side, Summary>>][]) {
@@ -173,7 +177,7 @@ export function markdown(summaries: Summaries, rs: Ratio[], disk: DiskRates | nu
         const flags = r.cutShort > 0 ? ` (${r.cutShort} cut short)` : "";
         const waiting = r.mainThreadWaiting === null ? "" : ` + ${Math.round(r.mainThreadWaiting * 100)} % waiting`;
         const main = Number.isNaN(r.mainThreadBusy) ? "" : ` (${r.mainThreadCpuUs}, ${Math.round(r.mainThreadBusy * 100)} %${waiting})`;
-        lines.push(`| ${dialect} | ${CASES[id]} | ${side} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.serverCpuUs}${main} | ${cell(r.machineBusyCores)} | ${r.postgresCpuUs === null ? "n/a" : `${cell(r.postgresOwnCpuUs)} (${r.postgresCpuUs})`} | ${cell(r.postgresWalBytes)} | ${catchUp} | ${r.rounds.join(", ")}${flags} | ${r.non2xx + r.errors} |`);
+        lines.push(`| ${dialect} | ${CASES[id]} | ${side} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.serverCpuUs}${main} | ${cell(r.machineBusyCores)} | ${r.postgresCpuUs === null ? "n/a" : `${cell(r.postgresOwnCpuUs)} (${r.postgresCpuUs})`} | ${cell(r.postgresWalBytes ?? r.sqliteWalBytes)} | ${catchUp} | ${r.rounds.join(", ")}${flags} | ${r.non2xx + r.errors} |`);
       }
     }
   }

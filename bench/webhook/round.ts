@@ -6,7 +6,7 @@ import type pg from "pg";
 import type { RoundPlan, Stream } from "./cases.ts";
 import { drive, type LoadResult, pace } from "./load.ts";
 import { performance } from "node:perf_hooks";
-import { catchUp, machineCpu, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel } from "./probes.ts";
+import { catchUp, machineCpu, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel, watchSqliteWal } from "./probes.ts";
 import type { Layout } from "./protocol.ts";
 
 export interface Server {
@@ -41,6 +41,8 @@ export interface RoundSample {
   postgresOwnCpuUs: number | null;
   /** Bytes of write-ahead log the PostgreSQL server wrote per answered request (the whole server's: other databases' writes count too). */
   postgresWalBytes: number | null;
+  /** Bytes of write-ahead log the SQLite server wrote per answered request (frames sampled from its index: a slight undercount). */
+  sqliteWalBytes?: number | null;
   /** After a payment load: ms from its last answer until the read model's backlog was 0 (null: no gauge). */
   catchUpMs?: number | null;
   maxBacklog?: number | null;
@@ -77,6 +79,8 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   const pgCpu = () => (options.postgres && pgName !== null ? postgresCpu(options.postgres, pgName) : Promise.resolve(null));
   const pg0 = await pgCpu();
   const wal0 = await walPosition(options.postgres, pgName);
+  // A version of this script before the field: undefined, no SQLite figure.
+  const sqliteWal = server.layout.sqliteFile ? watchSqliteWal(server.layout.sqliteFile) : null;
   const pays = plan.payments?.pays === true && server.layout.readModelGauges;
   const watcher = pays ? watchReadModel(server.layout.port) : null;
   const [paid, read] = await Promise.all([
@@ -86,6 +90,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   const gauges = watcher ? await watcher.stop() : null;
   // The read model's catch-up is part of what the payments cost: CPU is read after it.
   const caughtUpMs = paid && pays ? await catchUp(server.layout.port, paid.lastAnswerAt, options.catchUpTimeoutMs) : null;
+  const sqliteWalBytes = sqliteWal?.stop() ?? null;
   const cpu1 = await serverCpu(server.child);
   const machine1 = machineCpu();
   const wallUs = (performance.now() - wall0) * 1000;
@@ -112,6 +117,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     postgresCpuUs: pgSpent === null ? null : perRequest(pgSpent.all),
     postgresOwnCpuUs: pgSpent === null ? null : perRequest(pgSpent.own),
     postgresWalBytes: wal0 === null || wal1 === null ? null : perRequest(Number(wal1 - wal0)),
+    sqliteWalBytes: sqliteWalBytes === null ? null : perRequest(sqliteWalBytes),
     ...(r.latenciesMs === undefined ? {} : { latenciesMs: r.latenciesMs }),
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};

@@ -90,7 +90,7 @@ try {
   await app.listen({ port: 0, host: "127.0.0.1" });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  const ready: Layout = { ...layout, port, postgresApplicationName: database.schema, readModelGauges: settled.gauges };
+  const ready: Layout = { ...layout, port, postgresApplicationName: database.schema, sqliteFile: database.file, readModelGauges: settled.gauges };
   send({ type: "ready", layout: ready });
 } catch (err) {
   send({ type: "failed", error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
