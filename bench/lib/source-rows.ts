@@ -3,12 +3,14 @@
 // per customer, one item and the "Invoice created" log line per invoice. Only those tables' columns are
 // relied on (stable across versions), never the application's internals, so the same seeding serves any
 // checkout of the service. The read model's triggers fire as for any write; its documents are left to
-// whatever that version does with rows written behind its back (see bench/webhook/layout.ts).
+// whatever that version does with rows written behind its back (see bench/webhook/layout.ts). An invoice's id
+// is made as the service makes it (this checkout's src/lib/ids.ts: timed by its creation).
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import pg from "pg";
+import { newTimedId } from "../../src/lib/ids.ts";
 import type { BenchDatabase } from "./bench-database.ts";
 
 type Row = Record<string, string | number | null>;
@@ -20,26 +22,12 @@ export interface SourceRows {
 
 const YEAR = 365 * 86_400_000;
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
-/** `length` random base32 characters. */
-function random32(length: number): string {
-  let out = "";
-  for (const b of randomBytes(length)) out += ALPHABET[b & 31];
-  return out;
-}
-
 /** An id in the service's format: a type prefix and 20 base32 characters. */
 export function benchId(prefix: string): string {
-  return `${prefix}_${random32(20)}`;
-}
-
-/**
- * A timed id, as the service makes an invoice's (src/lib/ids.ts, newTimedId): 10 base32 characters of its
- * creation time in milliseconds, then 10 random ones, so that ids sort by when they were made.
- */
-export function benchTimedId(prefix: string, createdAt: number): string {
-  let time = "";
-  for (let t = Math.floor(createdAt), i = 0; i < 10; i++, t = Math.floor(t / 32)) time = ALPHABET[t % 32]! + time;
-  return `${prefix}_${time}${random32(10)}`;
+  const bytes = randomBytes(20);
+  let out = `${prefix}_`;
+  for (const b of bytes) out += ALPHABET[b & 31];
+  return out;
 }
 
 /**
@@ -134,7 +122,7 @@ export async function seedCustomers(rows: SourceRows, spec: CustomerSpec): Promi
         const createdAt = isPending ? now + index : now - YEAR + Math.floor((index / (spec.customers * spec.invoicesEach)) * YEAR);
         // Timed by its creation, as the service's invoice ids are: a payment's rows keyed by the invoice land
         // among those of the invoices made about when it was (random ids put each on a page of its own).
-        const id = benchTimedId("inv", createdAt);
+        const id = newTimedId("inv", createdAt);
         invoices.push(invoiceRow(id, spec.storeId, customerId, sessionId, isPending ? "pending" : "completed", createdAt));
         items.push(itemRow(id, spec.storeId, customerId, createdAt, customerCreated));
         logs.push({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt });
