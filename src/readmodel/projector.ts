@@ -132,17 +132,26 @@ function bigDocuments(now: () => number) {
 }
 
 /**
- * The marks waiting, cheap whatever the backlog: a count, and the oldest mark found by its position (marks
- * are written in time order), never a sort of all of them.
+ * The marks waiting (the backlog gauge, read at every scrape of /metrics): a count, and the oldest mark found
+ * by its position (marks are written in time order), never a sort of all of them. The count starts at the
+ * oldest mark's position, so it walks the positions' index over the queue alone: a plain count read the whole
+ * table, and on PostgreSQL a marks table keeps the empty pages of its largest backlog until a vacuum gets the
+ * lock to cut them, which a busy service rarely gives it (the bench's table kept thousands: 17 ms a count,
+ * 106 ms at worst, beside the payments).
  */
-async function backlogOf(db: Kysely<Database>): Promise<ProjectorBacklog> {
+export async function markBacklog(db: Executor): Promise<ProjectorBacklog> {
   let changes = 0;
   let oldestAt: number | null = null;
   for (const stale of Object.values(STALE_OF)) {
-    const count = await db.selectFrom(stale).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const oldest = await db.selectFrom(stale).select(["pos", "created_at"]).orderBy("pos").limit(1).executeTakeFirst();
+    if (oldest === undefined) continue;
+    const count = await db
+      .selectFrom(stale)
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("pos", ">=", oldest.pos)
+      .executeTakeFirst();
     changes += Number(count?.n ?? 0);
-    const oldest = await db.selectFrom(stale).select("created_at").orderBy("pos").limit(1).executeTakeFirst();
-    if (oldest !== undefined) oldestAt = oldestAt === null ? Number(oldest.created_at) : Math.min(oldestAt, Number(oldest.created_at));
+    oldestAt = oldestAt === null ? Number(oldest.created_at) : Math.min(oldestAt, Number(oldest.created_at));
   }
   return { changes, oldestAt };
 }
@@ -218,7 +227,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
         if (documents === 0) return total;
       }
     },
-    backlog: () => backlogOf(db),
+    backlog: () => markBacklog(db),
   };
 }
 
