@@ -19,8 +19,11 @@ describe("PostgreSQL: the read model's backlog gauge", { skip: pgSkip }, () => {
     await h?.close();
   });
 
-  test("counts the queue through the positions' index: the empty pages a past backlog left are not read", async () => {
+  test("counts the queue through the positions' index: the empty pages a past backlog left are not read", async (t) => {
     const db = h.services.db.kysely;
+    // The block count below flushes the connection's earlier counts first: pg_stat_force_next_flush is new in 15.
+    const { rows: version } = await sql<{ n: string }>`select current_setting('server_version_num') as n`.execute(db);
+    if (Number(version[0]!.n) < 150000) return t.skip("the block count needs PostgreSQL 15 or newer (the service runs on 13)");
     await h.services.projector.drain();
     // A past backlog: 60,000 marks, all but the newest three deleted (the projector's work), then vacuumed.
     // The three live marks sit on the table's last page, so the vacuum cannot cut the empty pages before it.
