@@ -70,8 +70,12 @@ export interface ProjectorBacklog {
 /** What a SQLite pass builds: the documents of a batch, each with the marks read before its sources. */
 export interface BuiltBatch {
   views: Views;
-  /** The documents built, as JSON, by id; a document whose owner is gone has none (only its marks go). */
-  bodies: [string, string][];
+  /**
+   * The documents built, as JSON, by id; a document whose owner is gone has none (only its marks go). A big
+   * customer document patched in place is its text's UTF-8 bytes (customer-patch.ts), which a reader thread
+   * hands over without a copy.
+   */
+  bodies: [string, string | Uint8Array][];
   /** The positions of the marks read for each document of the batch. */
   marks: [string, number[]][];
   /** More stale documents may wait. */
@@ -305,7 +309,7 @@ async function buildIn(db: Transaction<Database>, request: BuildRequest): Promis
     else invoices.push(r.invoice_id);
   }
   const patchable = new Map([...named].filter((e): e is [string, string[]] => e[1] !== null && e[1].length > 0));
-  const bodies = await patchedCustomerBodies(db, patchable);
+  const bodies = new Map<string, string | Uint8Array>(await patchedCustomerBodies(db, patchable));
   const patched = bodies.size;
   for (const [id, body] of await customerBodies(db, picked.ids.filter((id) => !bodies.has(id)))) bodies.set(id, body);
   return { views, bodies: [...bodies], marks: [...marks], more: picked.more, patched };
@@ -339,14 +343,28 @@ export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promi
   });
 }
 
-/** A document's body written, built once per table (SQLite runs one per document: each is microseconds). */
+/**
+ * A document's body written, built once per table (SQLite runs one per document: each is microseconds). A
+ * body given as bytes is stored as the text they encode, as a string would be (the cast keeps the column's
+ * type: bytes alone would be stored as a blob).
+ */
 const writeBody = {
-  customer_views: compiledOnce<{ id: string; body: string }>("customer document", (db, param) => db.updateTable("customer_views").set({ body: param((d) => d.body) }).where("id", "=", param((d) => d.id))),
-  invoice_views: compiledOnce<{ id: string; body: string }>("invoice document", (db, param) => db.updateTable("invoice_views").set({ body: param((d) => d.body) }).where("id", "=", param((d) => d.id))),
+  customer_views: compiledOnce<{ id: string; body: string | Uint8Array }>("customer document", (db, param) =>
+    db
+      .updateTable("customer_views")
+      .set({ body: sql<string>`cast(${param((d) => d.body)} as text)` })
+      .where("id", "=", param((d) => d.id)),
+  ),
+  invoice_views: compiledOnce<{ id: string; body: string | Uint8Array }>("invoice document", (db, param) =>
+    db
+      .updateTable("invoice_views")
+      .set({ body: sql<string>`cast(${param((d) => d.body)} as text)` })
+      .where("id", "=", param((d) => d.id)),
+  ),
 };
 
 /** SQLite: the bodies written, one statement per document, of one text (prepared once). */
-async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string>): Promise<void> {
+async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string | Uint8Array>): Promise<void> {
   for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
 }
 

@@ -69,11 +69,17 @@ function intoSlot(parts: readonly PagePiece[]): { slot: number; length: number }
   return null;
 }
 
+/** Bytes that are the whole of their memory (not a view of Buffer's shared pool, which must not be moved). */
+const ownsItsMemory = (bytes: Uint8Array) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+
 async function answer(job: ReadJob): Promise<void> {
   let reply: Exclude<ReadReply, { ready: true }>;
   try {
     if ("build" in job) {
-      port.postMessage({ id: job.id, ok: true, built: await buildBatch(db.kysely, job.build) } satisfies ReadReply);
+      const built = await buildBatch(db.kysely, job.build);
+      // A patched document's bytes have their own memory (customer-patch.ts) and move without a copy.
+      const moved = built.bodies.flatMap(([, body]) => (typeof body !== "string" && ownsItsMemory(body) ? [body.buffer as ArrayBuffer] : []));
+      port.postMessage({ id: job.id, ok: true, built } satisfies ReadReply, moved);
       return;
     }
     const page = await repos[job.list].listPage(job.storeId, job.query);
@@ -97,6 +103,5 @@ async function answer(job: ReadJob): Promise<void> {
   // A large page's bytes have their own memory and move to the main thread without a copy; a small one
   // may sit in Buffer's shared pool, which must not be moved, and is copied.
   const json = "json" in reply ? reply.json : null;
-  const own = json !== null && json.byteOffset === 0 && json.byteLength === json.buffer.byteLength;
-  port.postMessage(reply, own ? [json.buffer as ArrayBuffer] : []);
+  port.postMessage(reply, json !== null && ownsItsMemory(json) ? [json.buffer as ArrayBuffer] : []);
 }

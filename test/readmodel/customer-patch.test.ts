@@ -9,6 +9,7 @@ import { assembleCustomers, customerRows } from "../../src/readmodel/customer-do
 import { PATCH_FROM_BYTES, patchCustomerDocument } from "../../src/readmodel/customer-patch.ts";
 import { applyBatch, buildBatch } from "../../src/readmodel/projector.ts";
 import { createHarness, type Harness } from "../helpers/harness.ts";
+import { watchBuilds } from "../helpers/projector-builds.ts";
 
 const INVOICES = 320;
 
@@ -29,7 +30,8 @@ describe("big customer documents patched in place (SQLite)", () => {
     }
     const db = h.services.db.kysely;
     // Strings that look like the document's own structure, which a patch must not mistake for it.
-    const tricky = `{"id":${JSON.stringify(invoiceIds[1])},"createdAt":"2020-01-01T00:00:00.000Z"} \\ "quoted" }{ ,"email": ,"invoices":[`;
+    // Characters beyond ASCII too: the patch works on the text's UTF-8 bytes.
+    const tricky = `{"id":${JSON.stringify(invoiceIds[1])},"createdAt":"2020-01-01T00:00:00.000Z"} \\ "quoted" }{ ,"email": ,"invoices":[ café ✓ 😀`;
     await db.updateTable("invoices").set({ displayed_payment_info: tricky }).where("id", "=", invoiceIds[0]!).execute();
     await db.updateTable("invoices").set({ status: "completed" }).where("id", "in", invoiceIds.slice(10, 200)).execute();
     await h.services.projector.drain();
@@ -39,6 +41,7 @@ describe("big customer documents patched in place (SQLite)", () => {
   });
 
   const stored = async () => (await h.services.db.kysely.selectFrom("customer_views").select("body").where("id", "=", customerId).executeTakeFirstOrThrow()).body;
+  const storedType = async () => (await sql<{ type: string }>`select typeof(body) as type from customer_views where id = ${customerId}`.execute(h.services.db.kysely)).rows[0]?.type;
   const rebuilt = async () => JSON.stringify((await assembleCustomers(h.services.db.kysely, await customerRows(h.services.db.kysely, [customerId])))[0]);
   /** One pass over the customers' documents, built and written as the projector does; how many were patched. */
   async function pass(): Promise<number> {
@@ -70,7 +73,23 @@ describe("big customer documents patched in place (SQLite)", () => {
     const after = String(await stored());
     assert.notEqual(after, before);
     assert.equal(after, await rebuilt());
+    assert.equal(await storedType(), "text", "stored as text, as a rebuild stores it, not as the bytes' blob");
     assert.equal(await pass(), 0, "nothing left stale");
+  });
+
+  test("the service's projector patches on its reader thread and the bytes arrive whole", async () => {
+    const { built, restore } = watchBuilds(h);
+    try {
+      await setStatus([invoiceIds[270]!], "completed");
+      await h.services.projector.drain();
+    } finally {
+      restore();
+    }
+    const patched = built.filter((b) => b.patched > 0);
+    assert.equal(patched.length, 1, "one pass patched the document");
+    assert.ok(patched[0]!.bodies.every(([, body]) => body instanceof Uint8Array && body.byteLength >= PATCH_FROM_BYTES), "handed over as bytes");
+    assert.equal(await storedType(), "text");
+    assert.equal(await stored(), await rebuilt());
   });
 
   test("a change a patch cannot follow rebuilds the document whole, to the same text", async () => {
@@ -121,17 +140,17 @@ describe("patchCustomerDocument", () => {
   const day = Date.parse("2024-01-01T00:00:00.000Z");
 
   test("replaces the entry and the figures", () => {
-    const out = patchCustomerDocument(document, "cus_1", [row("inv_1", day, "completed")], { orders: 1, spentCents: 1999, first: day, last: day });
-    assert.equal(out, document.replace('"totalOrders":0,"lastOrderDate":null,"firstOrderDate":null,"totalSpent":0', '"totalOrders":1,"lastOrderDate":"2024-01-01T00:00:00.000Z","firstOrderDate":"2024-01-01T00:00:00.000Z","totalSpent":19.99').replace('"status":"pending","createdAt":"2024-01-01', '"status":"completed","createdAt":"2024-01-01'));
+    const out = patchCustomerDocument(Buffer.from(document), "cus_1", [row("inv_1", day, "completed")], { orders: 1, spentCents: 1999, first: day, last: day });
+    assert.equal(out?.toString(), document.replace('"totalOrders":0,"lastOrderDate":null,"firstOrderDate":null,"totalSpent":0', '"totalOrders":1,"lastOrderDate":"2024-01-01T00:00:00.000Z","firstOrderDate":"2024-01-01T00:00:00.000Z","totalSpent":19.99').replace('"status":"pending","createdAt":"2024-01-01', '"status":"completed","createdAt":"2024-01-01'));
   });
 
   test("leaves to a rebuild what it cannot follow", () => {
     const none = { orders: 0, spentCents: 0, first: null, last: null };
-    assert.equal(patchCustomerDocument(document, "cus_1", [row("inv_3", day)], none), null, "an invoice not in the list");
-    assert.equal(patchCustomerDocument(document, "cus_1", [{ ...row("inv_1", day), customer_id: "cus_2" }], none), null, "an invoice of another customer");
-    assert.equal(patchCustomerDocument(document, "cus_1", [row("inv_1", day + 1)], none), null, "a creation time changed");
-    assert.equal(patchCustomerDocument(document, "cus_2", [], none), null, "another customer's document");
-    assert.equal(patchCustomerDocument(document, "cus_1", [], { ...none, spentCents: 2 ** 53 }), null, "a sum a double cannot hold");
-    assert.equal(patchCustomerDocument('{"id":"cus_1","email":"a"}', "cus_1", [], none), null, "no figures where expected");
+    assert.equal(patchCustomerDocument(Buffer.from(document), "cus_1", [row("inv_3", day)], none), null, "an invoice not in the list");
+    assert.equal(patchCustomerDocument(Buffer.from(document), "cus_1", [{ ...row("inv_1", day), customer_id: "cus_2" }], none), null, "an invoice of another customer");
+    assert.equal(patchCustomerDocument(Buffer.from(document), "cus_1", [row("inv_1", day + 1)], none), null, "a creation time changed");
+    assert.equal(patchCustomerDocument(Buffer.from(document), "cus_2", [], none), null, "another customer's document");
+    assert.equal(patchCustomerDocument(Buffer.from(document), "cus_1", [], { ...none, spentCents: 2 ** 53 }), null, "a sum a double cannot hold");
+    assert.equal(patchCustomerDocument(Buffer.from('{"id":"cus_1","email":"a"}'), "cus_1", [], none), null, "no figures where expected");
   });
 });

@@ -4,9 +4,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { applyBatch, type BatchBuilder, buildBatch, type BuiltBatch, createProjector, passBatch } from "../../src/readmodel/projector.ts";
+import { applyBatch, type BatchBuilder, buildBatch, createProjector, passBatch } from "../../src/readmodel/projector.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { watchBuilds } from "../helpers/projector-builds.ts";
 
 for (const dialect of DIALECTS) {
   describe(`staleness triggers on ${dialect.name}`, { skip: dialect.skip }, () => {
@@ -259,20 +260,6 @@ async function withOneInvoice(run: (h: Harness, invoiceId: string) => Promise<vo
   }
 }
 
-/** Every batch the service's projector has built on its thread from now on. */
-function watchBuilds(h: Harness): BuiltBatch[] {
-  const reads = h.services.reads as { builder: BatchBuilder | null };
-  const original = reads.builder;
-  assert.ok(original !== null, "a thread builds the batches");
-  const built: BuiltBatch[] = [];
-  reads.builder = async (request) => {
-    const batch = await original(request);
-    built.push(batch);
-    return batch;
-  };
-  return built;
-}
-
 const invoiceBody = async (h: Harness, id: string) => (await h.services.db.kysely.selectFrom("invoice_views").select("body").where("id", "=", id).executeTakeFirstOrThrow()).body;
 
 describe("a SQLite projector batch built off the writer's transaction", () => {
@@ -311,7 +298,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
 
   test("with nothing stale a pass asks no thread to build (an idle service starts none)", () =>
     withOneInvoice(async (h) => {
-      const built = watchBuilds(h);
+      const { built } = watchBuilds(h);
       assert.deepEqual(await h.services.projector.runOnce(), { documents: 0, more: false });
       assert.equal(built.length, 0);
       const store = await h.store();
@@ -323,7 +310,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
   test("built on a reader thread, a pass takes 100 small customers: a burst of payments for different customers is not cut into passes of 25", async () => {
     const h = await createHarness("sqlite");
     try {
-      const built = watchBuilds(h);
+      const { built } = watchBuilds(h);
       const store = await h.store();
       const customers = [];
       for (let i = 0; i < 60; i++) customers.push(await h.customer(store.id));
@@ -344,7 +331,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
   test("the service's projector builds its batches on a thread of its own, and a built batch is written as built", async () => {
     const h = await createHarness("sqlite");
     try {
-      const built = watchBuilds(h);
+      const { built } = watchBuilds(h);
       const store = await h.store();
       const customer = await h.customer(store.id);
       const invoice = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });

@@ -1,0 +1,18 @@
+// The batches a harness's projector builds on its reader thread, watched by the tests of the read model.
+import assert from "node:assert/strict";
+import type { BatchBuilder, BuiltBatch } from "../../src/readmodel/projector.ts";
+import type { Harness } from "./harness.ts";
+
+/** Every batch the service's projector builds on its thread from now on, until `restore`. */
+export function watchBuilds(h: Harness): { built: BuiltBatch[]; restore: () => void } {
+  const reads = h.services.reads as { builder: BatchBuilder | null };
+  const original = reads.builder;
+  assert.ok(original !== null, "a thread builds the batches");
+  const built: BuiltBatch[] = [];
+  reads.builder = async (request) => {
+    const batch = await original(request);
+    built.push(batch);
+    return batch;
+  };
+  return { built, restore: () => void (reads.builder = original) };
+}
