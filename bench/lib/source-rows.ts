@@ -94,50 +94,83 @@ export interface SeededCustomers {
 }
 
 /**
- * Writes the customers and their invoices, in chunks of customers so that a store of 100,000s of invoices
- * never holds them all in memory at once. Completed invoices are spread over the year before now.
+ * Writes the customers and their invoices, in chunks so that a store of 100,000s of invoices never holds
+ * them all in memory at once. Completed invoices are spread over the year before now, written customer by
+ * customer. The pending ones are made now, as a store's are: in the order they will be paid (the k-th of
+ * every customer, then the (k+1)-th: acrossCustomers), each customer's among the others', and written in
+ * that order, so that the rows a payment touches sit beside those of the payments around it, however long
+ * each customer's history. (Written customer by customer, each history customer's pending invoices made a
+ * block of their own: the payments in flight, one per customer, each landed on pages of their own, which
+ * a store's payments, for invoices made minutes before, do not.)
  */
 export async function seedCustomers(rows: SourceRows, spec: CustomerSpec): Promise<SeededCustomers> {
   const out: SeededCustomers = { customerIds: [], pending: [] };
-  const chunk = Math.max(1, Math.floor(20_000 / spec.invoicesEach));
   const now = Date.now();
+  const completedEach = spec.invoicesEach - spec.pendingEach;
+  const owners: { customerId: string; sessionId: string; customerCreated: number }[] = [];
+  const chunk = Math.max(1, Math.floor(20_000 / spec.invoicesEach));
   for (let first = 0; first < spec.customers; first += chunk) {
-    const count = Math.min(chunk, spec.customers - first);
+    const batch = new InvoiceBatch(spec.storeId);
     const customers: Row[] = [];
     const sessions: Row[] = [];
-    const invoices: Row[] = [];
-    const items: Row[] = [];
-    const logs: Row[] = [];
-    for (let c = first; c < first + count; c++) {
-      const customerId = benchId("cus");
-      const customerCreated = now - 400 * 86_400_000 + c;
-      const sessionId = benchId("ses");
-      customers.push({ id: customerId, store_id: spec.storeId, email: `${spec.label}${c}@example.com`, created_at: customerCreated });
-      sessions.push({ id: sessionId, store_id: spec.storeId, customer_id: customerId, ip: "", user_agent: "bench", country: "", last_used_at: now, created_at: customerCreated });
-      const pending: string[] = [];
-      for (let k = 0; k < spec.invoicesEach; k++) {
-        const isPending = k >= spec.invoicesEach - spec.pendingEach;
-        // Completed history spread over the past year, pending ones now (distinct times keep page order strict).
-        const index = c * spec.invoicesEach + k;
-        const createdAt = isPending ? now + index : now - YEAR + Math.floor((index / (spec.customers * spec.invoicesEach)) * YEAR);
-        // Timed by its creation, as the service's invoice ids are: a payment's rows keyed by the invoice land
-        // among those of the invoices made about when it was (random ids put each on a page of its own).
-        const id = newTimedId("inv", createdAt);
-        invoices.push(invoiceRow(id, spec.storeId, customerId, sessionId, isPending ? "pending" : "completed", createdAt));
-        items.push(itemRow(id, spec.storeId, customerId, createdAt, customerCreated));
-        logs.push({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt });
-        if (isPending) pending.push(id);
-      }
-      out.customerIds.push(customerId);
-      out.pending.push(pending);
+    for (let c = first; c < Math.min(spec.customers, first + chunk); c++) {
+      const owner = { customerId: benchId("cus"), sessionId: benchId("ses"), customerCreated: now - 400 * 86_400_000 + c };
+      owners.push(owner);
+      customers.push({ id: owner.customerId, store_id: spec.storeId, email: `${spec.label}${c}@example.com`, created_at: owner.customerCreated });
+      sessions.push({ id: owner.sessionId, store_id: spec.storeId, customer_id: owner.customerId, ip: "", user_agent: "bench", country: "", last_used_at: now, created_at: owner.customerCreated });
+      // Distinct times keep page order strict.
+      for (let k = 0; k < completedEach; k++) batch.add(owner, "completed", now - YEAR + Math.floor(((c * completedEach + k) / (spec.customers * completedEach)) * YEAR));
+      out.customerIds.push(owner.customerId);
+      out.pending.push([]);
     }
     await rows.insert("customers", customers);
     await rows.insert("customer_sessions", sessions);
-    await rows.insert("invoices", invoices);
-    await rows.insert("invoice_items", items);
-    await rows.insert("invoice_logs", logs);
+    await batch.write(rows);
   }
+  let batch = new InvoiceBatch(spec.storeId);
+  for (let k = 0; k < spec.pendingEach; k++) {
+    for (let c = 0; c < spec.customers; c++) {
+      out.pending[c]!.push(batch.add(owners[c]!, "pending", now + k * spec.customers + c));
+      if (batch.size >= 20_000) {
+        await batch.write(rows);
+        batch = new InvoiceBatch(spec.storeId);
+      }
+    }
+  }
+  await batch.write(rows);
   return out;
+}
+
+/** Invoices with their item and their log line, written together. */
+class InvoiceBatch {
+  private readonly invoices: Row[] = [];
+  private readonly items: Row[] = [];
+  private readonly logs: Row[] = [];
+  private readonly storeId: string;
+  constructor(storeId: string) {
+    this.storeId = storeId;
+  }
+
+  get size(): number {
+    return this.invoices.length;
+  }
+
+  /** Adds an invoice of `owner` made at `createdAt`; its id. */
+  add(owner: { customerId: string; sessionId: string; customerCreated: number }, status: "pending" | "completed", createdAt: number): string {
+    // Timed by its creation, as the service's invoice ids are: a payment's rows keyed by the invoice land
+    // among those of the invoices made about when it was (random ids put each on a page of its own).
+    const id = newTimedId("inv", createdAt);
+    this.invoices.push(invoiceRow(id, this.storeId, owner.customerId, owner.sessionId, status, createdAt));
+    this.items.push(itemRow(id, this.storeId, owner.customerId, createdAt, owner.customerCreated));
+    this.logs.push({ invoice_id: id, log: "Invoice created (pending)", type: "info", created_at: createdAt });
+    return id;
+  }
+
+  async write(rows: SourceRows): Promise<void> {
+    await rows.insert("invoices", this.invoices);
+    await rows.insert("invoice_items", this.items);
+    await rows.insert("invoice_logs", this.logs);
+  }
 }
 
 function invoiceRow(id: string, storeId: string, customerId: string, sessionId: string, status: string, createdAt: number): Row {
