@@ -49,6 +49,14 @@ const BYTES_PER_COOLDOWN_MS = 400;
 const REBUILD_TIME_MULTIPLE = 150;
 /** ... up to this long: however slow its build, a big document is not left stale longer for it. */
 const REBUILD_TIME_COOLDOWN_MAX_MS = 10_000;
+/**
+ * Big documents wait out their cool-down only while writes go on: once no document of the table has been
+ * marked for this long, the burst is over and folding it into fewer rebuilds saves nothing more, so they
+ * are rebuilt now (the bench's 32 customers of 5,000 invoices were caught up 4 to 9 s after their last
+ * payment, waiting for nothing). Under a trickle slower than this, each big document's rebuild is its own
+ * change's, a small share of an idle machine.
+ */
+export const QUIET_MS = 200;
 /** Bytes of big documents one pass rebuilds at most (one document at least). */
 const PASS_BYTES = 2 * 1024 * 1024;
 const MAX_BIG_REMEMBERED = 10_000;
@@ -108,7 +116,8 @@ export interface Projector {
  * (3 s for a 20 ms build; on a machine that builds it in 50 ms, 7.5 s), and a pass takes ~2 MB of them at most: a
  * burst of that customer's payments is folded into a rebuild every few seconds (the lists assemble it
  * meanwhile), their rebuilds keep to a small share of the machine however fast it is, and no pass holds
- * the event loop for long. Small documents are never held back. Remembered per process, for the big ones.
+ * the event loop for long; when the writes stop, they are rebuilt at once (QUIET_MS). Small documents are
+ * never held back. Remembered per process, for the big ones.
  */
 function bigDocuments(now: () => number) {
   const big = new Map<string, BigDocument>();
@@ -173,8 +182,17 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   const big = bigDocuments(now);
   const vacuum = sqlite ? null : vacuumAfterDeletes(db, now);
 
+  /** The big documents a pass leaves marked: those cooling down, unless no write has marked `views` for QUIET_MS. */
+  async function heldBack(views: Views): Promise<string[]> {
+    const cooling = big.cooling();
+    if (cooling.length === 0) return cooling;
+    // The newest mark, found by its position (an index's last entry).
+    const newest = await db.selectFrom(STALE_OF[views]).select("created_at").orderBy("pos", "desc").limit(1).executeTakeFirst();
+    return newest === undefined || now() - Number(newest.created_at) >= QUIET_MS ? [] : cooling;
+  }
+
   async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
-    const cooling = everything ? [] : big.cooling();
+    const cooling = everything ? [] : await heldBack(views);
     if (sqlite) {
       // Built where the builder says (a reader thread: the assembly and the source reads leave the thread
       // that answers webhooks), written here in one short transaction.

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { applyBatch, type BatchBuilder, buildBatch, createProjector, passBatch } from "../../src/readmodel/projector.ts";
+import { applyBatch, type BatchBuilder, buildBatch, createProjector, passBatch, QUIET_MS } from "../../src/readmodel/projector.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 import { watchBuilds } from "../helpers/projector-builds.ts";
@@ -144,6 +144,8 @@ describe("the projector and big documents", () => {
   test("a customer's megabyte-class document is rebuilt once per cooldown while small ones follow every pass", async () => {
     const h = await createHarness("sqlite");
     try {
+      // Years before the marks' own times: to the projector the writes never stop (QUIET_MS), and each
+      // cool-down runs its course.
       let t = 1_000_000;
       const projector = createProjector(h.services.db.kysely, () => t);
       const store = await h.store();
@@ -174,6 +176,8 @@ describe("the projector and big documents", () => {
   test("a big document whose rebuild took long waits in proportion to that time, up to 10 s, not only to its size: a slow or busy machine rebuilds it less often", async () => {
     const h = await createHarness("sqlite");
     try {
+      // Years before the marks' own times: to the projector the writes never stop (QUIET_MS), and each
+      // cool-down runs its course.
       let t = 1_000_000;
       const db = h.services.db.kysely;
       // Building customers takes 100 ms of the projector's clock: a slow machine, or a busy reader thread.
@@ -206,6 +210,37 @@ describe("the projector and big documents", () => {
       t += 1_001;
       await projector.runOnce();
       assert.equal(await stale(), false, "but not past 10 s");
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("a big document cooling down is rebuilt as soon as the writes stop: no mark for QUIET_MS", async () => {
+    const h = await createHarness("sqlite");
+    try {
+      // The projector's clock is the real one, as the marks' times are, moved by hand.
+      let t = Date.now();
+      const db = h.services.db.kysely;
+      // Each customer build takes 100 ms of that clock: a cool-down of 15 s (150 times it).
+      const slowBuild: BatchBuilder = async (request) => {
+        if (request.views === "customer_views") t += 100;
+        return buildBatch(db, request);
+      };
+      const projector = createProjector(db, () => t, () => slowBuild);
+      const store = await h.store();
+      const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+      const bigOne = await h.customer(store.id);
+      for (let i = 0; i < 300; i++) await buy(bigOne.id);
+      t = Date.now();
+      await projector.drain(); // built now: its cool-down starts
+      const stale = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).length > 0;
+      await buy(bigOne.id);
+      t = Date.now();
+      await projector.runOnce();
+      assert.equal(await stale(), true, "marked just now: the writes may go on, it waits");
+      t = Date.now() + QUIET_MS;
+      await projector.runOnce();
+      assert.equal(await stale(), false, "nothing marked for QUIET_MS: rebuilt, 15 s before its cool-down's end");
     } finally {
       await h.close();
     }
