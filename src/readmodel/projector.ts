@@ -366,20 +366,11 @@ export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promi
  * body given as bytes is stored as the text they encode, as a string would be (the cast keeps the column's
  * type: bytes alone would be stored as a blob).
  */
-const writeBody = {
-  customer_views: compiledOnce<{ id: string; body: string | Uint8Array }>("customer document", (db, param) =>
-    db
-      .updateTable("customer_views")
-      .set({ body: sql<string>`cast(${param((d) => d.body)} as text)` })
-      .where("id", "=", param((d) => d.id)),
-  ),
-  invoice_views: compiledOnce<{ id: string; body: string | Uint8Array }>("invoice document", (db, param) =>
-    db
-      .updateTable("invoice_views")
-      .set({ body: sql<string>`cast(${param((d) => d.body)} as text)` })
-      .where("id", "=", param((d) => d.id)),
-  ),
-};
+const writeBodyOf = (views: Views) =>
+  compiledOnce<{ id: string; body: string | Uint8Array }>(`${views} document`, (db, param) =>
+    db.updateTable(views).set({ body: sql<string>`cast(${param((d) => d.body)} as text)` }).where("id", "=", param((d) => d.id)),
+  );
+const writeBody = { customer_views: writeBodyOf("customer_views"), invoice_views: writeBodyOf("invoice_views") };
 
 /** SQLite: the bodies written, one statement per document, of one text (prepared once). */
 async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string | Uint8Array>): Promise<void> {
