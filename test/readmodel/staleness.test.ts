@@ -177,37 +177,26 @@ describe("the projector and big documents", () => {
     const h = await createHarness("sqlite");
     try {
       // Years before the marks' own times: to the projector the writes never stop (QUIET_MS), and each
-      // cool-down runs its course.
-      let t = 1_000_000;
-      const db = h.services.db.kysely;
-      // Building customers takes 100 ms of the projector's clock: a slow machine, or a busy reader thread.
-      let buildMs = 100;
-      const slowBuild: BatchBuilder = async (request) => {
-        if (request.views === "customer_views") t += buildMs;
-        return buildBatch(db, request);
-      };
-      const projector = createProjector(db, () => t, () => slowBuild);
-      const store = await h.store();
-      const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
-      const bigOne = await h.customer(store.id);
-      for (let i = 0; i < 300; i++) await buy(bigOne.id);
+      // cool-down runs its course. Building customers takes 100 ms of its clock: a slow machine, or a busy
+      // reader thread.
+      const clock = { t: 1_000_000, buildMs: 100 };
+      const { db, projector, buy, bigOne, stale } = await bigCustomerSlowlyBuilt(h, clock);
       await projector.drain();
-      const stale = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).length > 0;
       const bytes = Number((await db.selectFrom("customer_views").select(sql<number>`length(body)`.as("n")).where("id", "=", bigOne.id).executeTakeFirstOrThrow()).n);
       assert.ok(bytes >= 64 * 1024 && bytes < 400 * 1000, `a big document whose size alone waits under a second (${bytes} bytes)`);
       await buy(bigOne.id);
-      t += 2_000; // past what its size alone asks (under a second)
+      clock.t += 2_000; // past what its size alone asks (under a second)
       await projector.runOnce();
       assert.equal(await stale(), true, "two seconds after a 100 ms rebuild it still waits");
-      t += 14_000; // 150 times the rebuild's 100 ms have passed
-      buildMs = 1_000; // this rebuild takes a second: 150 times that would be minutes
+      clock.t += 14_000; // 150 times the rebuild's 100 ms have passed
+      clock.buildMs = 1_000; // this rebuild takes a second: 150 times that would be minutes
       await projector.runOnce();
       assert.equal(await stale(), false, "rebuilt once 150 times its rebuild's time have passed");
       await buy(bigOne.id);
-      t += 9_000;
+      clock.t += 9_000;
       await projector.runOnce();
       assert.equal(await stale(), true, "nine seconds after a rebuild of a second it still waits");
-      t += 1_001;
+      clock.t += 1_001;
       await projector.runOnce();
       assert.equal(await stale(), false, "but not past 10 s");
     } finally {
@@ -218,27 +207,17 @@ describe("the projector and big documents", () => {
   test("a big document cooling down is rebuilt as soon as the writes stop: no mark for QUIET_MS", async () => {
     const h = await createHarness("sqlite");
     try {
-      // The projector's clock is the real one, as the marks' times are, moved by hand.
-      let t = Date.now();
-      const db = h.services.db.kysely;
-      // Each customer build takes 100 ms of that clock: a cool-down of 15 s (150 times it).
-      const slowBuild: BatchBuilder = async (request) => {
-        if (request.views === "customer_views") t += 100;
-        return buildBatch(db, request);
-      };
-      const projector = createProjector(db, () => t, () => slowBuild);
-      const store = await h.store();
-      const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
-      const bigOne = await h.customer(store.id);
-      for (let i = 0; i < 300; i++) await buy(bigOne.id);
-      t = Date.now();
+      // The projector's clock is the real one, as the marks' times are, moved by hand. Each customer build
+      // takes 100 ms of it: a cool-down of 15 s (150 times it).
+      const clock = { t: Date.now(), buildMs: 100 };
+      const { projector, buy, bigOne, stale } = await bigCustomerSlowlyBuilt(h, clock);
+      clock.t = Date.now();
       await projector.drain(); // built now: its cool-down starts
-      const stale = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).length > 0;
       await buy(bigOne.id);
-      t = Date.now();
+      clock.t = Date.now();
       await projector.runOnce();
       assert.equal(await stale(), true, "marked just now: the writes may go on, it waits");
-      t = Date.now() + QUIET_MS;
+      clock.t = Date.now() + QUIET_MS;
       await projector.runOnce();
       assert.equal(await stale(), false, "nothing marked for QUIET_MS: rebuilt, 15 s before its cool-down's end");
     } finally {
@@ -246,6 +225,25 @@ describe("the projector and big documents", () => {
     }
   });
 });
+
+/**
+ * A customer of 300 invoices (a document over 64 KiB) in a new store, and a projector on `clock`, whose
+ * customer builds each take `clock.buildMs` of it.
+ */
+async function bigCustomerSlowlyBuilt(h: Harness, clock: { t: number; buildMs: number }) {
+  const db = h.services.db.kysely;
+  const slowBuild: BatchBuilder = async (request) => {
+    if (request.views === "customer_views") clock.t += clock.buildMs;
+    return buildBatch(db, request);
+  };
+  const projector = createProjector(db, () => clock.t, () => slowBuild);
+  const store = await h.store();
+  const buy = (customerId: string) => h.checkout(store.id, { customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 5 }] });
+  const bigOne = await h.customer(store.id);
+  for (let i = 0; i < 300; i++) await buy(bigOne.id);
+  const stale = async () => (await db.selectFrom("stale_customer_views").select("doc_id").distinct().execute()).length > 0;
+  return { db, projector, buy, bigOne, stale };
+}
 
 for (const dialect of DIALECTS) {
   describe(`a projector pass and the size of documents on ${dialect.name}`, { skip: dialect.skip }, () => {
