@@ -124,7 +124,7 @@ export function ratios(summaries: Summaries, disk: DiskRates | null): Ratio[] {
     const add = (name: string, target: string, f: (side: Side) => [number, number, string] | null) => {
       const r: Ratio = { dialect, name, target, values: {}, detail: {} };
       for (const side of ["this", "baseline"] as Side[]) {
-        if (!cases.push?.[side] && !cases.ignore?.[side]) continue;
+        if (!Object.values(cases).some((bySide) => bySide?.[side])) continue;
         const parts = f(side);
         r.values[side] = parts === null || !(parts[1] > 0) ? null : round2(parts[0] / parts[1]);
         r.detail[side] = parts === null ? "n/a" : parts[2];
