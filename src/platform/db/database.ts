@@ -249,7 +249,8 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
     // A new one is a new server process with empty caches that plans every statement of the money path
     // again: when traffic resumed after a lull, the pools were reopened all at once and the first second
     // of payments, and the reads beside them, waited on that work (bench/README.md, twenty-eighth pass).
-    const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, idleTimeoutMillis: 0, types: pgTypes });
+    // Idle connections do not keep the process alive (a command's process ends when its work does).
+    const pool = new (pgDriver().Pool)({ connectionString: url, max: options.poolSize ?? 10, idleTimeoutMillis: 0, allowExitOnIdle: true, types: pgTypes });
     // A client's connection can die at any time (failover, pooler restart, pg_terminate_backend). pg emits
     // 'error' on the client, checked out or idle, and an unheard 'error' ends the process. Heard here, the
     // query in flight fails (answered 503 database_unavailable) and the pool replaces the client.

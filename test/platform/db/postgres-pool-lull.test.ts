@@ -2,7 +2,9 @@
 // process with empty caches that plans every statement of the money path again: a pool that closed its idle
 // connections made the first payments after every pause, and the reads beside them, wait on that work.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, mock, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import { type Db, openDatabase } from "../../../src/platform/db/database.ts";
 import { freshDatabase, pgSkip } from "../../helpers/harness.ts";
@@ -28,6 +30,24 @@ describe("the PostgreSQL pool through a lull", { skip: pgSkip }, () => {
     } finally {
       mock.timers.reset();
       await db.close();
+      await fresh.drop();
+    }
+  });
+
+  test("idle connections do not keep a process alive: a command that never closes its database still ends", async () => {
+    const fresh = await freshDatabase("postgres");
+    try {
+      const database = pathToFileURL(new URL("../../../src/platform/db/database.ts", import.meta.url).pathname).href;
+      const script = `import { openDatabase } from ${JSON.stringify(database)};
+        const db = openDatabase({ kind: "postgres", url: process.env.URL });
+        await db.ping();
+        console.log("pinged");`;
+      // Killed after 20 s: a process held open by its idle connections would wait forever.
+      const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, URL: fresh.url }, encoding: "utf8", timeout: 20_000 });
+      assert.equal(run.signal, null, "the process ended on its own");
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout.trim(), "pinged");
+    } finally {
       await fresh.drop();
     }
   });
