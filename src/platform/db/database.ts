@@ -276,6 +276,9 @@ export function openDatabase(database: DatabaseConfig, options: OpenOptions = {}
       close: async () => {
         await bytes?.close();
         await kysely.destroy();
+        // Kysely ends the pool only if a statement of its own ever took a connection: one used through
+        // `pgPool` or `prepared` alone was left open.
+        if (!pool.ending) await pool.end();
       },
     };
   }
