@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, mock, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import pg from "pg";
 import { type Db, openDatabase } from "../../../src/platform/db/database.ts";
@@ -39,7 +38,7 @@ describe("the PostgreSQL pool through a lull", { skip: pgSkip }, () => {
   test("idle connections do not keep a process alive: a command that never closes its database still ends", async () => {
     const fresh = await freshDatabase("postgres");
     try {
-      const database = pathToFileURL(new URL("../../../src/platform/db/database.ts", import.meta.url).pathname).href;
+      const database = new URL("../../../src/platform/db/database.ts", import.meta.url).href;
       const script = `import { openDatabase } from ${JSON.stringify(database)};
         const db = openDatabase({ kind: "postgres", url: process.env.URL });
         await db.ping();
