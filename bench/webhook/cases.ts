@@ -12,12 +12,16 @@ export const CASES = {
   "push-history": "pushInvoice, customers with a long history",
   "reads-alone": "list reads alone",
   "reads-burst": "list reads during a pushInvoice burst",
+  "reads-webhooks": "list reads during an ignore burst at the same rate",
   burst: "pushInvoice burst (beside the reads)",
 } as const;
 export type CaseId = keyof typeof CASES;
 
 /** The cases run in this order in every round; `burst` is measured with `reads-burst`. */
-export const ROUND_ORDER: CaseId[] = ["ignore", "ignore-ts", "push", "push-stores", "push-history", "reads-alone", "reads-burst"];
+export const ROUND_ORDER: CaseId[] = ["ignore", "ignore-ts", "push", "push-stores", "push-history", "reads-alone", "reads-burst", "reads-webhooks"];
+
+/** The cases that measure list reads (their rounds last --read-duration). */
+export const isReadCase = (id: CaseId): boolean => id.startsWith("reads-");
 
 export interface Stream {
   next: () => Request;
@@ -93,6 +97,11 @@ export function planRound(id: CaseId, layout: Layout, round: number, settings: P
       return { reads: readStream() };
     case "reads-burst":
       return { reads: readStream(), payments: burst(paying(ofStore(layout.reads, round, settings), settings), settings) };
+    case "reads-webhooks":
+      // The same reads beside deliveries the plugin ignores, at the burst's rate, to the same store: what any
+      // stream of webhooks does to the reads (HTTP, the sandbox's run, the delivery's record), without a
+      // payment's own work (its transaction, the read model's documents).
+      return { reads: readStream(), payments: burst({ next: ignoreDelivery(layout.reads.storeId), connections: settings.connections }, settings) };
     case "burst":
       return null; // measured inside reads-burst
   }

@@ -151,6 +151,10 @@ export function ratios(summaries: Summaries, disk: DiskRates | null): Ratio[] {
     add("reads p99 during the burst / alone, every round's reads pooled", "≤ 1.5", (side) => pair(s("reads-burst", side), s("reads-alone", side), pooledP99, " ms"));
     add("reads p99 during the burst / alone, median of the rounds' p99s", "info", (side) => pair(s("reads-burst", side), s("reads-alone", side), (x) => x.p99, " ms"));
     add("reads/s during the burst / alone", "≈ 1 (fixed rate)", (side) => pair(s("reads-burst", side), s("reads-alone", side), rps, "/s"));
+    // Where the burst's effect on the reads comes from: any webhook stream at that rate (ignored deliveries: HTTP,
+    // the sandbox's run, the delivery's record), and what the payments' own work adds to it.
+    add("reads p99 during an ignore burst / alone, pooled", "info", (side) => pair(s("reads-webhooks", side), s("reads-alone", side), pooledP99, " ms"));
+    add("reads p99 during the pushInvoice burst / during an ignore burst, pooled", "info", (side) => pair(s("reads-burst", side), s("reads-webhooks", side), pooledP99, " ms"));
     add("ignore, sandboxed Lua / plain TypeScript, deliveries/s", "≥ 0.5", (side) => pair(s("ignore", side), s("ignore-ts", side), rps, "/s"));
     const limit = dialect === "sqlite" ? disk?.sqliteFull : disk?.postgres32;
     add(`pushInvoice / the disk's commits (${dialect === "sqlite" ? "SQLite FULL" : "PostgreSQL, 32 clients"})`, "info", (side) => {

@@ -10,11 +10,15 @@
 //   reads-alone       list reads (invoices and customers pages, API key) at a fixed rate
 //   reads-burst       the same reads while a pushInvoice burst runs on the same store, at full rate or at
 //                     --burst-rate payments per second
+//   reads-webhooks    the same reads while deliveries the plugin ignores go to that store at the burst's rate:
+//                     what any webhook stream does to the reads, beside what the payments' own work adds
 //   ignore-ts         (--plain-ts) `ignore` with the plugin in plain TypeScript instead of the sandbox
 // Beside each: server CPU and PostgreSQL CPU per request, and after payments the read model's catch-up
 // (new code's storefront_readmodel_backlog gauge; "n/a" without it). The disk's own commit rate (disk.ts)
 // is measured first. Results: results/latest.json and a markdown table on stdout; progress on stderr.
-//   node bench/webhook/run.ts [--rounds 5] [--duration 5] [--baseline DIR] [--dialects sqlite,postgres] …
+//   node bench/webhook/run.ts [--rounds 5] [--duration 5] [--read-duration 10] [--baseline DIR] [--dialects sqlite,postgres] …
+//   The read cases' rounds last --read-duration: their target is a p99, which 250 reads a round (5 s at
+//   50/s) left to the dozen slowest of a run.
 //   A database whose servers fail (one that does not settle within --settle-timeout s, say) is reported as
 //   not measured beside the others, and the run exits 1.
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
@@ -24,7 +28,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { PG } from "../lib/bench-database.ts";
-import { CASES, type CaseId, planRound, ROUND_ORDER, type PlanSettings } from "./cases.ts";
+import { CASES, type CaseId, isReadCase, planRound, ROUND_ORDER, type PlanSettings } from "./cases.ts";
 import { type DiskRates, measureDisk } from "./disk.ts";
 import { serverCpu } from "./probes.ts";
 import type { ServerMessage } from "./protocol.ts";
@@ -36,6 +40,7 @@ const { values: args } = parseArgs({
   options: {
     rounds: { type: "string", default: "5" },
     duration: { type: "string", default: "5" },
+    "read-duration": { type: "string", default: "10" },
     connections: { type: "string", default: "32" },
     dialects: { type: "string", default: "sqlite,postgres" },
     root: { type: "string", default: path.resolve(HERE, "..", "..") },
@@ -57,6 +62,7 @@ const { values: args } = parseArgs({
 });
 const rounds = Number(args.rounds);
 const duration = Number(args.duration);
+const readDuration = Number(args["read-duration"]);
 const dialects = args.dialects.split(",").filter(Boolean);
 const roots: Partial<Record<Side, string>> = { this: path.resolve(args.root), ...(args.baseline ? { baseline: path.resolve(args.baseline) } : {}) };
 const sides = Object.keys(roots) as Side[];
@@ -123,7 +129,7 @@ const report = {
   finished: new Date().toISOString(),
   machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100) },
   sides: Object.fromEntries(sides.map((side) => [side, { root: roots[side], revision: revision(roots[side]!) }])),
-  settings: { ...settings, duration, dialects, cases: [...wanted], invoices: Number(args.invoices), stores: Number(args.stores), historyCustomers: Number(args["history-customers"]), historyInvoices: Number(args["history-invoices"]), readsCustomers: Number(args["reads-customers"]) },
+  settings: { ...settings, duration, readDuration, dialects, cases: [...wanted], invoices: Number(args.invoices), stores: Number(args.stores), historyCustomers: Number(args["history-customers"]), historyInvoices: Number(args["history-invoices"]), readsCustomers: Number(args["reads-customers"]) },
   setupSeconds: setup,
   failed,
   disk,
@@ -145,16 +151,18 @@ async function measureDialect(dialect: string, servers: Record<Side, Server>): P
   };
   for (let round = 0; round <= rounds; round++) {
     const order = round % 2 === 0 ? sides : [...sides].reverse();
-    const seconds = round === 0 ? Math.min(2, duration) : duration;
     for (const id of ROUND_ORDER.filter((c) => wanted.has(c))) {
+      const full = isReadCase(id) ? readDuration : duration;
+      const seconds = round === 0 ? Math.min(2, full) : full;
       for (const side of order) {
         const plan = planRound(id, servers[side].layout, round, settings);
         if (plan === null) continue;
         const result = await runRound(servers[side], plan, { seconds, postgres: dialect === "postgres" ? postgres : null, catchUpTimeoutMs: Number(args["catchup-timeout"]) * 1000 });
         const label = round === 0 ? "warm-up" : `round ${round}`;
-        const main = id === "reads-burst" ? result.reads : result.payments ?? result.reads;
+        const main = isReadCase(id) ? result.reads : result.payments;
         if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs} (main thread ${main.mainThreadCpuUs}, busy ${Math.round(main.mainThreadBusy * 100)} %${main.mainThreadWaiting === null ? "" : ` + waiting ${Math.round(main.mainThreadWaiting * 100)} %`}; machine ${main.machineBusyCores ?? "n/a"} cores)${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req${(main.postgresWalBytes ?? main.sqliteWalBytes ?? null) === null ? "" : `, WAL ${main.postgresWalBytes ?? main.sqliteWalBytes} B/req`}, non2xx ${main.non2xx + main.errors}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}; by thread µs/req: ${topThreads(main.threadCpuUs)}`);
         if (id === "reads-burst" && result.payments) log(`${dialect} ${side} burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, catch-up ${result.payments.catchUpMs ?? "n/a"} ms`);
+        if (id === "reads-webhooks" && result.payments) log(`${dialect} ${side} ignore burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, non2xx ${result.payments.non2xx + result.payments.errors}`);
         if (round === 0) continue;
         if (main) record(id, side, main);
         if (id === "reads-burst" && result.payments) record("burst", side, result.payments);

@@ -26,3 +26,20 @@ test("a run of the read cases alone reports the reads' ratios for each side that
   assert.deepEqual(pooled.values, { this: 1.5, baseline: 3 });
   assert.deepEqual(pooled.detail, { this: "15 / 10 ms", baseline: "36 / 12 ms" });
 });
+
+test("reads beside an ignore burst are compared with reads alone and with reads beside the payments' burst", () => {
+  const summaries: Summaries = {
+    sqlite: {
+      "reads-alone": { this: summarize([reads([2, 3, 4, 10])]) },
+      "reads-burst": { this: summarize([reads([3, 4, 5, 30])]) },
+      "reads-webhooks": { this: summarize([reads([3, 4, 5, 20])]) },
+    },
+  };
+  const found = (name: string) => ratios(summaries, null).find((r) => r.name === name);
+  const webhooks = found("reads p99 during an ignore burst / alone, pooled");
+  assert.deepEqual(webhooks?.values, { this: 2 });
+  assert.deepEqual(webhooks?.detail, { this: "20 / 10 ms" });
+  const payments = found("reads p99 during the pushInvoice burst / during an ignore burst, pooled");
+  assert.deepEqual(payments?.values, { this: 1.5 });
+  assert.deepEqual(payments?.detail, { this: "30 / 20 ms" });
+});
