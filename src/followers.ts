@@ -7,11 +7,16 @@ import { type BackgroundLoop, type LoopLogger, startBackgroundLoop } from "./pla
 
 /** How often the projector and the sequencer look for work committed by other processes. */
 const FOLLOW_INTERVAL_MS = 250;
+/** The projector's shortest wait after a kick (see startFollowers). */
+const PROJECTOR_KICK_FLOOR_MS = 5;
 
 /**
- * The projector waits after a kick in proportion to its last pass (twice as long, 25 ms to 500 ms): a burst
+ * The projector waits after a kick in proportion to its last pass (twice as long, 5 ms to 500 ms): a burst
  * of payments is folded into few passes, and a pass that rebuilds large documents keeps to about a third
- * of the process's time. After a full batch (a backlog) it goes on at once, 5 ms apart.
+ * of the process's time. After a full batch (a backlog) it goes on at once, 5 ms apart. The floor is short
+ * because a document stays stale until its pass: a list page that meets one assembles it from the sources,
+ * and at 100 payments/s a floor of 25 ms left the reads' slowest pages a quarter slower than 5 ms did
+ * (bench/README.md, thirtieth pass); a small document's pass costs about a millisecond of its thread.
  */
 export function startFollowers(services: Services, log: LoopLogger): BackgroundLoop[] {
   let lastPassMs = 0;
@@ -29,7 +34,7 @@ export function startFollowers(services: Services, log: LoopLogger): BackgroundL
     },
     log,
     // A backlog (a bulk import, an upgrade's rebuild) is worked off pass after pass; a burst is folded.
-    { kickDelayMs: () => (backlog ? 5 : Math.min(500, Math.max(25, 2 * lastPassMs))) },
+    { kickDelayMs: () => (backlog ? 5 : Math.min(500, Math.max(PROJECTOR_KICK_FLOOR_MS, 2 * lastPassMs))) },
   );
   // Feed reads number their store's events themselves: the loop only needs to fold a burst into few passes.
   const sequencer = startBackgroundLoop("event sequencer", FOLLOW_INTERVAL_MS, async () => void (await services.sequencer.run()), log, { kickDelayMs: 50 });

@@ -14,15 +14,12 @@
 //   short transaction that first checks that every mark the build read is still there (applyBatch): a
 //   mark gone means another projector wrote that document meanwhile, from sources at least as new, and the
 //   older build is dropped. Writers do not touch documents rows after the owner's insert.
-import { type Kysely, SqliteAdapter, type Transaction, sql } from "kysely";
-import { assembleCustomers, customerRows } from "./customer-documents.ts";
+import { type Kysely, SqliteAdapter, type Transaction } from "kysely";
 import type { Database } from "../platform/db/schema.ts";
-import { assembleInvoices, INVOICE_COLUMNS } from "./invoice-documents.ts";
-import { oneOf } from "./paging.ts";
-import { compiledOnce } from "../platform/db/compiled-once.ts";
+import { type BuildRequest, pickBatch } from "./projector.batch.ts";
 import { lockWithMarks, rebuildDocuments, vacuumAfterDeletes } from "./projector.postgres.ts";
+import { applyBatch, type BatchBuilder, buildBatch, tablesWithMarks } from "./projector.sqlite.ts";
 import { STALE_OF, type Views } from "./staleness.ts";
-import { PATCH_FROM_BYTES, patchedCustomerBodies } from "./customer-patch.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -57,8 +54,6 @@ const REBUILD_TIME_COOLDOWN_MAX_MS = 10_000;
  * change's, a small share of an idle machine.
  */
 export const QUIET_MS = 200;
-/** Bytes of big documents one pass rebuilds at most (one document at least). */
-const PASS_BYTES = 2 * 1024 * 1024;
 const MAX_BIG_REMEMBERED = 10_000;
 
 /** A big document as last rebuilt here: its size, when, and its share of that pass's build time. */
@@ -74,33 +69,6 @@ export interface ProjectorBacklog {
   /** When the oldest waiting change was written (epoch ms), or null. */
   oldestAt: number | null;
 }
-
-/** What a SQLite pass builds: the documents of a batch, each with the marks read before its sources. */
-export interface BuiltBatch {
-  views: Views;
-  /**
-   * The documents built, as JSON, by id; a document whose owner is gone has none (only its marks go). A big
-   * customer document patched in place is its text's UTF-8 bytes (customer-patch.ts), which a reader thread
-   * hands over without a copy.
-   */
-  bodies: [string, string | Uint8Array][];
-  /** The positions of the marks read for each document of the batch. */
-  marks: [string, number[]][];
-  /** More stale documents may wait. */
-  more: boolean;
-  /** How many of the bodies are big customer documents patched in place rather than rebuilt (customer-patch.ts). */
-  patched: number;
-}
-
-/** Which documents a pass takes: up to `batch` of `views`, except ones whose rebuild is held back (`cooling`). */
-export interface BuildRequest {
-  views: Views;
-  cooling: string[];
-  batch: number;
-}
-
-/** Builds a batch off this thread (a reader thread's own connection), or null to build it here. */
-export type BatchBuilder = (request: BuildRequest) => Promise<BuiltBatch>;
 
 export interface Projector {
   /** Rebuilds up to a batch of stale documents per table: how many it rebuilt or dropped, and whether a batch was full (more wait). */
@@ -191,21 +159,29 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
     return newest === undefined || now() - Number(newest.created_at) >= QUIET_MS ? [] : cooling;
   }
 
+  /**
+   * SQLite: both tables in one pass: their batches built in one read transaction where the builder says (a
+   * reader thread: the assembly and the source reads leave the thread that answers webhooks), then written
+   * here in one short transaction. A pass follows most payments of a trickle, so its fixed cost counts: one
+   * statement to find the tables with marks, one build, one commit (two of each cost the projector's thread
+   * twice the CPU, and the writer's thread two commits).
+   */
+  async function projectSqlite(everything: boolean): Promise<{ documents: number; more: boolean }> {
+    const build = builder();
+    // Nothing stale (a quiet service): no build, and no thread started for one.
+    const marked = await tablesWithMarks(db);
+    if (marked.length === 0) return { documents: 0, more: false };
+    const requests: BuildRequest[] = [];
+    for (const views of marked) requests.push({ views, cooling: everything ? [] : await heldBack(views), batch: passBatch(views, build === null) });
+    const started = now();
+    const built = build === null ? await buildBatch(db, requests) : await build(requests);
+    big.remember(new Map(built.flatMap((b) => b.bodies.map(([id, body]) => [id, body.length] as const))), now() - started);
+    await applyBatch(db, built);
+    return { documents: built.reduce((n, b) => n + b.marks.length, 0), more: built.some((b) => b.more) };
+  }
+
   async function project(views: Views, everything: boolean): Promise<{ documents: number; more: boolean }> {
     const cooling = everything ? [] : await heldBack(views);
-    if (sqlite) {
-      // Built where the builder says (a reader thread: the assembly and the source reads leave the thread
-      // that answers webhooks), written here in one short transaction.
-      const build = builder();
-      // Nothing stale (a quiet service): no build, and no thread started for one.
-      if (build !== null && (await db.selectFrom(STALE_OF[views]).select("pos").limit(1).executeTakeFirst()) === undefined) return { documents: 0, more: false };
-      const request = { views, cooling, batch: passBatch(views, build === null) };
-      const started = now();
-      const built = build === null ? await buildBatch(db, request) : await build(request);
-      big.remember(new Map(built.bodies.map(([id, body]) => [id, body.length])), now() - started);
-      await applyBatch(db, built);
-      return { documents: built.marks.length, more: built.more };
-    }
     const picked = await pickBatch(db, { views, cooling, batch: passBatch(views, false) }, (id) => big.bytes(id));
     if (picked.ids.length === 0) {
       // The queue is empty: a vacuum a backlog put off (its last pass was full) is owed now.
@@ -233,6 +209,7 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   }
 
   async function runOnce(everything = false): Promise<{ documents: number; more: boolean }> {
+    if (sqlite) return projectSqlite(everything);
     // Invoices first: a customer's document lists its invoices, read from their source rows anyway.
     const invoices = await project("invoice_views", everything);
     const customers = await project("customer_views", everything);
@@ -253,139 +230,3 @@ export function createProjector(db: Kysely<Database>, now: () => number = Date.n
   };
 }
 
-/**
- * The documents a pass takes: the oldest marks, a window of the position index (never a sort of every
- * mark: a backlog of a bulk import holds hundreds of thousands), their documents in the order they were
- * first marked, up to about PASS_BYTES of them (one at least) by their size as remembered (`knownBytes`)
- * or as last stored.
- */
-async function pickBatch(db: Executor, request: BuildRequest, knownBytes: (id: string) => number | undefined): Promise<{ ids: string[]; more: boolean; bytes: (id: string) => number }> {
-  const { views, cooling, batch } = request;
-  let window = db.selectFrom(STALE_OF[views]).select(["doc_id", "pos"]).orderBy("pos").limit(batch * 8);
-  if (cooling.length > 0) window = window.where("doc_id", "not in", cooling);
-  const candidates = await db
-    .selectFrom(window.as("w"))
-    .select(["w.doc_id", sql<number>`count(*)`.as("marks")])
-    .groupBy("w.doc_id")
-    .orderBy(sql`min(w.pos)`)
-    .limit(batch)
-    .execute();
-  if (candidates.length === 0) return { ids: [], more: false, bytes: () => 0 };
-  const stored = views === "customer_views" ? await storedSizes(db, candidates.filter((c) => knownBytes(c.doc_id) === undefined).map((c) => c.doc_id)) : new Map<string, number>();
-  const sizeOf = (id: string) => knownBytes(id) ?? stored.get(id) ?? 0;
-  let bytes = 0;
-  const ids: string[] = [];
-  for (const c of candidates) {
-    bytes += sizeOf(c.doc_id);
-    if (ids.length > 0 && bytes > PASS_BYTES) break;
-    ids.push(c.doc_id);
-  }
-  // A full batch, one cut short, or a full window of marks: more may wait.
-  const marks = candidates.reduce((n, c) => n + Number(c.marks), 0);
-  return { ids, more: candidates.length === batch || ids.length < candidates.length || marks === batch * 8, bytes: sizeOf };
-}
-
-/**
- * The stored customer documents' sizes, read from each value's header, not the value: a statement of its
- * own (SQLite copies a column's whole value into the sorter of a grouped query, megabytes here).
- */
-async function storedSizes(db: Executor, ids: string[]): Promise<Map<string, number>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom("customer_views").select(["id", sql<number | null>`octet_length(body)`.as("bytes")]).where(oneOf(db, "id", ids)).execute();
-  return new Map(rows.map((r) => [r.id, Number(r.bytes ?? 0)]));
-}
-
-/**
- * SQLite: a batch of stale documents built from their sources, outside any transaction, on any connection
- * to the database (it only reads). Each document's marks are read before its sources, so the document holds
- * every change those marks stand for (each statement reads what committed before it).
- */
-export async function buildBatch(db: Kysely<Database>, request: BuildRequest): Promise<BuiltBatch> {
-  // One read transaction: another connection's writes make SQLite drop this connection's page cache when
-  // its next read transaction starts, so statements of their own would each read their pages again.
-  return db.transaction().execute((tx) => buildIn(tx, request));
-}
-
-async function buildIn(db: Transaction<Database>, request: BuildRequest): Promise<BuiltBatch> {
-  const { views } = request;
-  const picked = await pickBatch(db, request, () => undefined);
-  if (picked.ids.length === 0) return { views, bodies: [], marks: [], more: false, patched: 0 };
-  const marks = new Map<string, number[]>(picked.ids.map((id) => [id, []]));
-  if (views === "invoice_views") {
-    const rows = await db.selectFrom("stale_invoice_views").select(["doc_id", "pos"]).where("doc_id", "in", picked.ids).execute();
-    for (const r of rows) marks.get(r.doc_id)?.push(Number(r.pos));
-    return { views, bodies: [...(await invoiceBodies(db, picked.ids))], marks: [...marks], more: picked.more, patched: 0 };
-  }
-  // A big customer document whose every mark names an invoice is patched (customer-patch.ts).
-  const rows = await db.selectFrom("stale_customer_views").select(["doc_id", "pos", "invoice_id"]).where("doc_id", "in", picked.ids).execute();
-  const named = new Map<string, string[] | null>(picked.ids.filter((id) => picked.bytes(id) >= PATCH_FROM_BYTES).map((id) => [id, []]));
-  for (const r of rows) {
-    marks.get(r.doc_id)?.push(Number(r.pos));
-    const invoices = named.get(r.doc_id);
-    if (!invoices) continue;
-    if (r.invoice_id === null) named.set(r.doc_id, null);
-    else invoices.push(r.invoice_id);
-  }
-  const patchable = new Map([...named].filter((e): e is [string, string[]] => e[1] !== null && e[1].length > 0));
-  const bodies = new Map<string, string | Uint8Array>(await patchedCustomerBodies(db, patchable));
-  const patched = bodies.size;
-  for (const [id, body] of await customerBodies(db, picked.ids.filter((id) => !bodies.has(id)))) bodies.set(id, body);
-  return { views, bodies: [...bodies], marks: [...marks], more: picked.more, patched };
-}
-
-/**
- * SQLite: writes a built batch in one transaction. A document whose marks are all still there is written
- * and its marks deleted; one that lost a mark (or had none left when it was built) was written meanwhile by
- * another projector, from sources at least as new as this build's, and is left as it is (a mark that
- * remains is another pass's work). A document with no body (its owner is gone) only loses its marks.
- */
-export async function applyBatch(db: Kysely<Database>, built: BuiltBatch): Promise<number> {
-  if (built.marks.length === 0) return 0;
-  const stale = STALE_OF[built.views];
-  const positions = (list: [string, number[]][]) => JSON.stringify(list.flatMap(([, p]) => p));
-  return db.transaction().execute(async (tx) => {
-    const present = await tx
-      .selectFrom(stale)
-      .select("pos")
-      .where("pos", "in", sql<number>`(select value from json_each(${positions(built.marks)}))`)
-      .execute();
-    const there = new Set(present.map((r) => Number(r.pos)));
-    // A document with no mark left to read when it was built was written by another projector in between:
-    // nothing here can tell whose build is newer, so it is that projector's.
-    const whole = built.marks.filter(([, p]) => p.length > 0 && p.every((pos) => there.has(pos)));
-    if (whole.length === 0) return 0;
-    const ids = new Set(whole.map(([id]) => id));
-    await writeBodies(tx, built.views, new Map(built.bodies.filter(([id]) => ids.has(id))));
-    await tx.deleteFrom(stale).where("pos", "in", sql<number>`(select value from json_each(${positions(whole)}))`).execute();
-    return whole.length;
-  });
-}
-
-/**
- * A document's body written, built once per table (SQLite runs one per document: each is microseconds). A
- * body given as bytes is stored as the text they encode, as a string would be (the cast keeps the column's
- * type: bytes alone would be stored as a blob).
- */
-const writeBodyOf = (views: Views) =>
-  compiledOnce<{ id: string; body: string | Uint8Array }>(`${views} document`, (db, param) =>
-    db.updateTable(views).set({ body: sql<string>`cast(${param((d) => d.body)} as text)` }).where("id", "=", param((d) => d.id)),
-  );
-const writeBody = { customer_views: writeBodyOf("customer_views"), invoice_views: writeBodyOf("invoice_views") };
-
-/** SQLite: the bodies written, one statement per document, of one text (prepared once). */
-async function writeBodies(tx: Executor, views: Views, bodies: Map<string, string | Uint8Array>): Promise<void> {
-  for (const [id, body] of bodies) await writeBody[views](tx, { id, body });
-}
-
-/** Invoices as the list shows them, as JSON, by id (those that still exist). */
-async function invoiceBodies(db: Executor, ids: string[]): Promise<Map<string, string>> {
-  const rows = await db.selectFrom("invoices").select(INVOICE_COLUMNS).where(oneOf(db, "id", ids)).execute();
-  const views = await assembleInvoices(db as Kysely<Database>, rows);
-  return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
-}
-
-/** Customers as the list shows them, as JSON, by id (those that still exist). */
-async function customerBodies(db: Executor, ids: string[]): Promise<Map<string, string>> {
-  const views = await assembleCustomers(db as Kysely<Database>, await customerRows(db as Kysely<Database>, ids));
-  return new Map(views.map((v) => [v.id, JSON.stringify(v)]));
-}

@@ -2,7 +2,8 @@
 import type { Config } from "../config.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { ListQuery } from "../lib/list-query.ts";
-import type { BuildRequest, BuiltBatch } from "./projector.ts";
+import type { BuildRequest } from "./projector.batch.ts";
+import type { BuiltBatch } from "./projector.sqlite.ts";
 
 export type ListName = "customers" | "invoices";
 
@@ -29,17 +30,17 @@ export interface PageJob {
   query: ListQuery;
 }
 
-/** A batch of the read model's stale documents to build (SQLite: the projector writes it, projector.ts). */
+/** A projector pass's batches of the read model's stale documents to build, a table each (SQLite: the projector writes them, projector.ts). */
 export interface BuildJob {
   id: number;
-  build: BuildRequest;
+  build: BuildRequest[];
 }
 
 export type ReadJob = PageJob | BuildJob;
 
 export type ReadReply =
-  /** The batch a BuildJob asked for. */
-  | { id: number; ok: true; built: BuiltBatch }
+  /** The batches a BuildJob asked for, in its order. */
+  | { id: number; ok: true; built: BuiltBatch[] }
   /** The page's JSON, UTF-8, in a transferred buffer (a page larger than a slot, or no slot free). */
   | { id: number; ok: true; json: Uint8Array }
   /** The page's JSON, UTF-8, in shared slot `slot` (its first `length` bytes); the main thread frees it. */

@@ -11,7 +11,8 @@ import type { InvoicesRepository } from "./invoice-documents.ts";
 import { type ListQuery, encodeCursor } from "../lib/list-query.ts";
 import { pageJson } from "./paging.ts";
 import type { PriorityGate } from "./priority-gate.ts";
-import type { BatchBuilder, BuildRequest, BuiltBatch } from "./projector.ts";
+import type { BuildRequest } from "./projector.batch.ts";
+import type { BatchBuilder, BuiltBatch } from "./projector.sqlite.ts";
 import type { BuildJob, ListName, PageJob, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
 
 const WORKER_URL = new URL("./readers.worker.ts", import.meta.url);
@@ -89,7 +90,7 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
   const builders = deps.database.kind === "sqlite" ? new ReaderPool({ database: deps.database, nice: deps.nice }, 1, "storefront-projector") : null;
   return {
     threads: deps.threads,
-    builder: builders === null ? null : (request) => builders.build(request),
+    builder: builders === null ? null : (requests) => builders.build(requests),
     // Also started only when no payment is in flight: the page's queries would compete with the webhook's
     // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
     page: async (list, storeId, q) => {
@@ -147,9 +148,9 @@ class ReaderPool {
     throw new Error("reader thread: a page job was answered with something else");
   }
 
-  /** A batch of the read model's stale documents, built likewise. */
-  async build(request: BuildRequest): Promise<BuiltBatch> {
-    const { reply } = await this.run({ build: request });
+  /** A projector pass's batches of the read model's stale documents (one per table asked for), built likewise. */
+  async build(requests: BuildRequest[]): Promise<BuiltBatch[]> {
+    const { reply } = await this.run({ build: requests });
     if ("built" in reply) return reply.built;
     throw new Error("reader thread: a build job was answered with something else");
   }

@@ -10,7 +10,7 @@ import { openDatabase } from "../platform/db/database.ts";
 import { createCustomersRepository } from "./customer-documents.ts";
 import { AppError } from "../errors.ts";
 import { createInvoicesRepository } from "./invoice-documents.ts";
-import { buildBatch } from "./projector.ts";
+import { buildBatch } from "./projector.sqlite.ts";
 import { encodeCursor } from "../lib/list-query.ts";
 import { type PagePiece, concatPieces, pageParts, writePieces } from "./paging.ts";
 import type { ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
@@ -78,7 +78,7 @@ async function answer(job: ReadJob): Promise<void> {
     if ("build" in job) {
       const built = await buildBatch(db.kysely, job.build);
       // A patched document's bytes have their own memory (customer-patch.ts) and move without a copy.
-      const moved = built.bodies.flatMap(([, body]) => (typeof body !== "string" && ownsItsMemory(body) ? [body.buffer as ArrayBuffer] : []));
+      const moved = built.flatMap((b) => b.bodies).flatMap(([, body]) => (typeof body !== "string" && ownsItsMemory(body) ? [body.buffer as ArrayBuffer] : []));
       port.postMessage({ id: job.id, ok: true, built } satisfies ReadReply, moved);
       return;
     }

@@ -1,6 +1,6 @@
 // The batches a harness's projector builds on its reader thread, watched by the tests of the read model.
 import assert from "node:assert/strict";
-import type { BatchBuilder, BuiltBatch } from "../../src/readmodel/projector.ts";
+import type { BatchBuilder, BuiltBatch } from "../../src/readmodel/projector.sqlite.ts";
 import type { Harness } from "./harness.ts";
 
 /** Every batch the service's projector builds on its thread from now on, until `restore`. */
@@ -9,10 +9,10 @@ export function watchBuilds(h: Harness): { built: BuiltBatch[]; restore: () => v
   const original = reads.builder;
   assert.ok(original !== null, "a thread builds the batches");
   const built: BuiltBatch[] = [];
-  reads.builder = async (request) => {
-    const batch = await original(request);
-    built.push(batch);
-    return batch;
+  reads.builder = async (requests) => {
+    const batches = await original(requests);
+    built.push(...batches);
+    return batches;
   };
   return { built, restore: () => void (reads.builder = original) };
 }

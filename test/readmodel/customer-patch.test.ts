@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { assembleCustomers, customerRows } from "../../src/readmodel/customer-documents.ts";
 import { PATCH_FROM_BYTES, patchCustomerDocument } from "../../src/readmodel/customer-patch.ts";
-import { applyBatch, buildBatch } from "../../src/readmodel/projector.ts";
+import { applyBatch, buildBatch } from "../../src/readmodel/projector.sqlite.ts";
 import { createHarness, type Harness } from "../helpers/harness.ts";
 import { watchBuilds } from "../helpers/projector-builds.ts";
 
@@ -45,9 +45,9 @@ describe("big customer documents patched in place (SQLite)", () => {
   const rebuilt = async () => JSON.stringify((await assembleCustomers(h.services.db.kysely, await customerRows(h.services.db.kysely, [customerId])))[0]);
   /** One pass over the customers' documents, built and written as the projector does; how many were patched. */
   async function pass(): Promise<number> {
-    const built = await buildBatch(h.services.db.kysely, { views: "customer_views", cooling: [], batch: 100 });
+    const built = await buildBatch(h.services.db.kysely, [{ views: "customer_views", cooling: [], batch: 100 }]);
     await applyBatch(h.services.db.kysely, built);
-    return built.patched;
+    return built[0]!.patched;
   }
   const setStatus = (ids: string[], status: string) => h.services.db.kysely.updateTable("invoices").set({ status }).where("id", "in", ids).execute();
 

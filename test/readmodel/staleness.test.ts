@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { applyBatch, type BatchBuilder, buildBatch, createProjector, passBatch, QUIET_MS } from "../../src/readmodel/projector.ts";
+import { createProjector, passBatch, QUIET_MS } from "../../src/readmodel/projector.ts";
+import { applyBatch, type BatchBuilder, buildBatch } from "../../src/readmodel/projector.sqlite.ts";
 import { STALENESS_RULES } from "../../src/readmodel/staleness.ts";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
 import { watchBuilds } from "../helpers/projector-builds.ts";
@@ -232,9 +233,9 @@ describe("the projector and big documents", () => {
  */
 async function bigCustomerSlowlyBuilt(h: Harness, clock: { t: number; buildMs: number }) {
   const db = h.services.db.kysely;
-  const slowBuild: BatchBuilder = async (request) => {
-    if (request.views === "customer_views") clock.t += clock.buildMs;
-    return buildBatch(db, request);
+  const slowBuild: BatchBuilder = async (requests) => {
+    if (requests.some((r) => r.views === "customer_views")) clock.t += clock.buildMs;
+    return buildBatch(db, requests);
   };
   const projector = createProjector(db, () => clock.t, () => slowBuild);
   const store = await h.store();
@@ -302,7 +303,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
       const marks = async () => (await db.selectFrom("stale_invoice_views").select("pos").where("doc_id", "=", id).execute()).map((r) => Number(r.pos));
 
       await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", id).execute();
-      const early = await buildBatch(db, { views: "invoice_views", cooling: [], batch: 200 });
+      const early = (await buildBatch(db, [{ views: "invoice_views", cooling: [], batch: 200 }]))[0]!;
       assert.deepEqual(early.marks.map(([doc]) => doc), [id]);
       assert.match(JSON.stringify(early.bodies), /paid/);
 
@@ -315,7 +316,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
       const later = await marks();
       assert.ok(later.length > 0);
 
-      assert.equal(await applyBatch(db, early), 0, "the older build writes nothing");
+      assert.equal(await applyBatch(db, [early]), 0, "the older build writes nothing");
       assert.equal(await invoiceBody(h, id), fresh, "the newer document stays");
       assert.deepEqual(await marks(), later, "the marks of the change after the build stay: the document is still stale");
       await h.services.projector.drain();
@@ -325,7 +326,7 @@ describe("a SQLite projector batch built off the writer's transaction", () => {
   test("a document whose marks were all gone when its batch was built is not written: another projector owns it", () =>
     withOneInvoice(async (h, id) => {
       const before = await invoiceBody(h, id);
-      assert.equal(await applyBatch(h.services.db.kysely, { views: "invoice_views", bodies: [[id, '{"old":true}']], marks: [[id, []]], more: false, patched: 0 }), 0);
+      assert.equal(await applyBatch(h.services.db.kysely, [{ views: "invoice_views", bodies: [[id, '{"old":true}']], marks: [[id, []]], more: false, patched: 0 }]), 0);
       assert.equal(await invoiceBody(h, id), before);
     }));
 
