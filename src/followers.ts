@@ -14,9 +14,9 @@ const PROJECTOR_KICK_FLOOR_MS = 5;
  * The projector waits after a kick in proportion to its last pass (twice as long, 5 ms to 500 ms): a burst
  * of payments is folded into few passes, and a pass that rebuilds large documents keeps to about a third
  * of the process's time. After a full batch (a backlog) it goes on at once, 5 ms apart. The floor is short
- * because a document stays stale until its pass: a list page that meets one assembles it from the sources,
- * and at 100 payments/s a floor of 25 ms left the reads' slowest pages a quarter slower than 5 ms did
- * (bench/README.md, thirtieth pass); a small document's pass costs about a millisecond of its thread.
+ * because a document stays stale until its pass, and a list page that meets one assembles it from the
+ * sources: a shorter stale window is a shorter tail for the reads during a burst (bench/README.md,
+ * twenty-ninth pass), for about twice the projector thread's CPU.
  */
 export function startFollowers(services: Services, log: LoopLogger): BackgroundLoop[] {
   let lastPassMs = 0;
