@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createHarness, type Harness } from "../helpers/harness.ts";
-import type { BatchBuilder } from "../../src/readmodel/projector.sqlite.ts";
+import { watchBuilds } from "../helpers/projector-builds.ts";
 
 describe("SQLite: one projector pass for both tables", () => {
   let h: Harness;
@@ -24,14 +24,7 @@ describe("SQLite: one projector pass for both tables", () => {
     await h.services.projector.drain();
     await db.updateTable("invoices").set({ status: "paid" }).where("id", "=", invoice.id).execute();
 
-    const reads = h.services.reads as { builder: BatchBuilder | null };
-    const original = reads.builder;
-    assert.ok(original !== null, "a thread builds the batches");
-    const jobs: string[][] = [];
-    reads.builder = (requests) => {
-      jobs.push(requests.map((r) => r.views));
-      return original(requests);
-    };
+    const { jobs, restore } = watchBuilds(h);
     statements = [];
     let sent: string[];
     try {
@@ -39,7 +32,7 @@ describe("SQLite: one projector pass for both tables", () => {
     } finally {
       sent = statements;
       statements = null;
-      reads.builder = original;
+      restore();
     }
     assert.deepEqual(jobs, [["invoice_views", "customer_views"]], "one job, invoices first");
     assert.equal(sent.filter((s) => /^begin\b/i.test(s)).length, 1, `one transaction on the writer's connection:\n${sent.join("\n")}`);
@@ -56,17 +49,11 @@ describe("SQLite: one projector pass for both tables", () => {
     await h.services.projector.drain();
     const customer = await h.customer(store.id);
     await db.deleteFrom("stale_invoice_views").execute();
-    const reads = h.services.reads as { builder: BatchBuilder | null };
-    const original = reads.builder!;
-    const jobs: string[][] = [];
-    reads.builder = (requests) => {
-      jobs.push(requests.map((r) => r.views));
-      return original(requests);
-    };
+    const { jobs, restore } = watchBuilds(h);
     try {
       await h.services.projector.runOnce();
     } finally {
-      reads.builder = original;
+      restore();
     }
     assert.deepEqual(jobs, [["customer_views"]]);
     assert.ok((await db.selectFrom("customer_views").select("body").where("id", "=", customer.id).executeTakeFirstOrThrow()).body !== null);
