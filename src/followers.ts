@@ -8,15 +8,16 @@ import { type BackgroundLoop, type LoopLogger, startBackgroundLoop } from "./pla
 /** How often the projector and the sequencer look for work committed by other processes. */
 const FOLLOW_INTERVAL_MS = 250;
 /** The projector's shortest wait after a kick (see startFollowers). */
-const PROJECTOR_KICK_FLOOR_MS = 5;
+const PROJECTOR_KICK_FLOOR_MS = 25;
 
 /**
- * The projector waits after a kick in proportion to its last pass (twice as long, 5 ms to 500 ms): a burst
+ * The projector waits after a kick in proportion to its last pass (twice as long, 25 ms to 500 ms): a burst
  * of payments is folded into few passes, and a pass that rebuilds large documents keeps to about a third
- * of the process's time. After a full batch (a backlog) it goes on at once, 5 ms apart. The floor is short
- * because a document stays stale until its pass, and a list page that meets one assembles it from the
- * sources: a shorter stale window is a shorter tail for the reads during a burst (bench/README.md,
- * twenty-ninth pass), for about twice the projector thread's CPU.
+ * of the process's time. After a full batch (a backlog) it goes on at once, 5 ms apart. A stale document is
+ * never served (a list page that meets one assembles it from the sources), so the floor trades the reads'
+ * cost during a burst against the projector's: 5 ms doubled the projector thread's CPU during a burst at
+ * 100 payments/s, and the reads' tail came out shorter in two runs of four and longer in the other two
+ * (bench/README.md, thirtieth pass).
  */
 export function startFollowers(services: Services, log: LoopLogger): BackgroundLoop[] {
   let lastPassMs = 0;
