@@ -11,8 +11,11 @@
 // time ~200 µs (bench/README.md, "twelfth pass"). So the payments whose writes are ready while a statement
 // is running wait for it and go as the next one; each promise resolves only once its statement committed.
 //
-// All or nothing: every claim must be taken and every compare-and-set must change its invoice, or
-// storefront_payment_raced() fails the statement and nothing of it stays (migration 0024). One payment
+// All or nothing: every claim must be taken and every compare-and-set must change its invoice, or the
+// statement fails and nothing of it stays. A claim another delivery took is the claims' unique index
+// refusing the insert (a plain insert: ON CONFLICT DO NOTHING costs every claim a speculative insertion,
+// a probe of the index before the insert and a second WAL record after it, for a race that is rare); a
+// compare-and-set that found the status moved is storefront_payment_raced() (migration 0024). One payment
 // that raced (or that the server refused for any other reason) must not take the others with it: the group
 // is then written again one payment per statement, and each hears its own outcome. A broken connection
 // leaves the statement's commit unknown: the whole group hears that error, as a payment alone would.
@@ -48,8 +51,11 @@ const MAX_WRITES_IN_FLIGHT = 1;
  */
 const MAX_READS_IN_FLIGHT = 1;
 
-/** SQLSTATE of storefront_payment_raced(): a claim or a compare-and-set was lost, nothing written. */
+/** SQLSTATE of storefront_payment_raced(): a compare-and-set was lost, nothing written. */
 const PAYMENT_RACED = "SFR01";
+/** A unique violation of the claims' index: another delivery of the event claimed it, nothing written. */
+const CLAIM_TAKEN = { code: "23505", constraint: "applied_events_pk" };
+const lostRace = (err: { code?: unknown; constraint?: unknown }) => err.code === PAYMENT_RACED || (err.code === CLAIM_TAKEN.code && err.constraint === CLAIM_TAKEN.constraint);
 /** An error the server sent about the statement (five characters), not the socket's (ECONNRESET, …). */
 const isSqlState = (code: unknown) => typeof code === "string" && /^[0-9A-Z]{5}$/.test(code);
 
@@ -118,14 +124,14 @@ const eventColumns = event.names
   .join(", ");
 
 /**
- * The statement. Every WITH clause runs; the lines keep their order (ordinality: the invoice's log is read in
+ * The statement. Every WITH clause runs, the claims first (the result reads them first): a payment that races
+ * another delivery of its event waits on that claim before it touches the invoice. The lines keep their order (ordinality: the invoice's log is read in
  * id order); the events take their numbers from their store's counter when it was free (counters, numbered:
  * in the group's order, null otherwise); the fan-out queues each event for its store's enabled endpoints that
  * want its type (types is a space-separated list, "" = all), as fanOutInsert does for SQLite.
  */
 const WRITE_SQL = `with claim as (
-  insert into applied_events (${claim.names}) select ${claim.names} from unnest(${claim.params}) as c(${claim.names})
-  on conflict (store_id, plugin_name, event_key) do nothing returning 1
+  insert into applied_events (${claim.names}) select ${claim.names} from unnest(${claim.params}) as c(${claim.names}) returning 1
 ), cas as (
   update invoices i set status = c.status_to, updated_at = c.at from unnest(${change.params}) as c(${change.names})
   where i.id = c.invoice_id and i.store_id = c.store_id and i.status = c.status_from returning 1
@@ -171,7 +177,7 @@ export async function writeTogether(db: Executor, group: readonly WriteValues[])
     const { rows } = await db.executeQuery<{ endpoints: string[] }>(CompiledQuery.raw(WRITE_SQL, parameters(group)));
     return { claimed: true, changed: true, endpoints: rows[0]!.endpoints };
   } catch (err) {
-    if ((err as { code?: unknown }).code === PAYMENT_RACED) return { claimed: false, changed: false, endpoints: [] };
+    if (lostRace(err as { code?: unknown; constraint?: unknown })) return { claimed: false, changed: false, endpoints: [] };
     throw err;
   }
 }
