@@ -125,8 +125,8 @@ const eventColumns = event.names
 
 /**
  * The statement. Every WITH clause runs, the claims first (the result reads them first): a payment that races
- * another delivery of its event waits on that claim before it touches the invoice. The lines keep their order (ordinality: the invoice's log is read in
- * id order); the events take their numbers from their store's counter when it was free (counters, numbered:
+ * another delivery of its event waits on that claim before it touches the invoice. The lines keep their order
+ * (ordinality: the invoice's log is read in id order); the events take their numbers from their store's counter when it was free (counters, numbered:
  * in the group's order, null otherwise); the fan-out queues each event for its store's enabled endpoints that
  * want its type (types is a space-separated list, "" = all), as fanOutInsert does for SQLite.
  */

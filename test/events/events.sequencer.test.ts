@@ -4,27 +4,18 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { statementsSent } from "../helpers/statements-sent.ts";
 
 for (const dialect of DIALECTS) {
   describe(`the event sequencer on ${dialect.name}`, { skip: dialect.skip }, () => {
     let h: Harness;
-    let statements: string[] | null = null;
+    const log = statementsSent();
     before(async () => {
-      h = await createHarness(dialect.name, {}, { onQuery: (sql) => statements?.push(sql) });
+      h = await createHarness(dialect.name, {}, { onQuery: log.onQuery });
     });
     after(async () => {
       await h?.close();
     });
-
-    async function counted(work: () => Promise<unknown>): Promise<string[]> {
-      statements = [];
-      try {
-        await work();
-        return statements;
-      } finally {
-        statements = null;
-      }
-    }
 
     test("a run with no event waiting for its number is one statement and opens no transaction", async () => {
       const store = await h.store();
@@ -32,7 +23,7 @@ for (const dialect of DIALECTS) {
       await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
       await h.services.sequencer.run();
       let numbered = -1;
-      const sent = await counted(async () => {
+      const sent = await log.during(async () => {
         numbered = await h.services.sequencer.run();
       });
       assert.equal(numbered, 0);

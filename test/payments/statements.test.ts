@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { DIALECTS, createHarness, type Harness } from "../helpers/harness.ts";
+import { statementsSent } from "../helpers/statements-sent.ts";
 import { deliverSigned, paymentSetup } from "../helpers/webhook.ts";
 
 const APPLIED_MAX = 10;
@@ -18,24 +19,13 @@ const APPLIED_MAX_POSTGRES = 2;
 for (const dialect of DIALECTS) {
   describe(`statements of one payment on ${dialect.name}`, { skip: dialect.skip }, () => {
     let h: Harness;
-    let statements: string[] | null = null;
+    const log = statementsSent();
     before(async () => {
-      h = await createHarness(dialect.name, {}, { onQuery: (sql) => statements?.push(sql) });
+      h = await createHarness(dialect.name, {}, { onQuery: log.onQuery });
     });
     after(async () => {
       await h?.close();
     });
-
-    /** The statements sent while `work` runs. */
-    async function counted(work: () => Promise<unknown>): Promise<string[]> {
-      statements = [];
-      try {
-        await work();
-        return statements;
-      } finally {
-        statements = null;
-      }
-    }
 
     test(`an applied payment sends at most ${APPLIED_MAX} statements, BEGIN and COMMIT included`, async () => {
       const { store, invoice } = await paymentSetup(h);
@@ -43,7 +33,7 @@ for (const dialect of DIALECTS) {
       const warm = await h.checkout(store.id, { customerId: invoice.customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
       assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: warm.id })).statusCode, 200);
       let answer: { statusCode: number; json: <T>() => T } | undefined;
-      const sent = await counted(async () => {
+      const sent = await log.during(async () => {
         answer = await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id });
       });
       assert.equal(answer?.statusCode, 200);
@@ -55,7 +45,7 @@ for (const dialect of DIALECTS) {
         const { store, invoice } = await paymentSetup(h);
         const warm = await h.checkout(store.id, { customerId: invoice.customerId, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
         assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: warm.id })).statusCode, 200);
-        const sent = await counted(async () => assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200));
+        const sent = await log.during(async () => assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200));
         assert.ok(sent.length <= APPLIED_MAX_POSTGRES, `${sent.length} statements:\n${sent.join("\n")}`);
         assert.ok(!sent.some((s) => /^(begin|commit)\b/i.test(s)), `no transaction of its own:\n${sent.join("\n")}`);
         const writes = sent.find((s) => s.startsWith("with"));
@@ -87,7 +77,7 @@ for (const dialect of DIALECTS) {
     test(`a duplicate event sends at most ${DUPLICATE_MAX} statements`, async () => {
       const { store, invoice } = await paymentSetup(h);
       assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200);
-      const sent = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id }));
+      const sent = await log.during(() => deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id }));
       assert.ok(sent.length <= DUPLICATE_MAX, `${sent.length} statements:\n${sent.join("\n")}`);
     });
 
@@ -95,11 +85,11 @@ for (const dialect of DIALECTS) {
       const { store, customer, invoice } = await paymentSetup(h);
       assert.equal((await deliverSigned(h, store.id, { type: "paid", invoiceId: invoice.id })).statusCode, 200);
       const small = await h.checkout(store.id, { customerId: customer.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
-      const one = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: small.id }));
+      const one = await log.during(() => deliverSigned(h, store.id, { type: "paid", invoiceId: small.id }));
       const busy = await h.customer(store.id);
       for (let i = 0; i < 300; i++) await h.checkout(store.id, { customerId: busy.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
       const last = await h.checkout(store.id, { customerId: busy.id, paymentMethod: "card", items: [{ productVariantId: "v", quantity: 1, price: 1 }] });
-      const many = await counted(() => deliverSigned(h, store.id, { type: "paid", invoiceId: last.id }));
+      const many = await log.during(() => deliverSigned(h, store.id, { type: "paid", invoiceId: last.id }));
       assert.deepEqual(many, one);
       // Nothing of the customer is read or written: no statement names the customer's invoices or documents.
       const customerWide = many.filter((s) => /"customer_id" in|"customers"|customer_views/.test(s));
