@@ -164,6 +164,9 @@ export async function readModelGauges(port: number): Promise<ReadModelGauges | n
 export function watchReadModel(port: number, everyMs = 500): { stop(): Promise<{ maxBacklog: number; maxLagSeconds: number | null } | null> } {
   let max: { maxBacklog: number; maxLagSeconds: number | null } | null = null;
   let running = true;
+  // Stopping wakes the loop from its wait: the catch-up, timed after the stop, must not wait out a sample's
+  // interval (up to 500 ms were counted into it, depending on where the round's end fell in the interval).
+  let wake = () => {};
   const loop = (async () => {
     while (running) {
       const gauges = await readModelGauges(port).catch(() => null);
@@ -172,12 +175,20 @@ export function watchReadModel(port: number, everyMs = 500): { stop(): Promise<{
         max.maxBacklog = Math.max(max.maxBacklog, gauges.backlog);
         if (gauges.lagSeconds !== null) max.maxLagSeconds = Math.max(max.maxLagSeconds ?? 0, gauges.lagSeconds);
       }
-      await new Promise((resolve) => setTimeout(resolve, everyMs));
+      if (!running) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
   })();
   return {
     async stop() {
       running = false;
+      wake();
       await loop;
       return max;
     },
