@@ -3,7 +3,7 @@
 // `seconds` or when its slice is used. Reads: open loop at a fixed rate, evenly spaced (pace), so that what
 // changes their latency is the server, not how hard they push; autocannon's own rate sends each second's
 // quota back to back, and corrects for coordinated omission against a 1 ms interval.
-import http from "node:http";
+import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
 import { eventBody, stripeSignature } from "./plugin.ts";
 
@@ -30,6 +30,8 @@ export interface LoadResult {
   cutShort: boolean;
   /** Paced loads: every 2xx answer's latency, ms, sorted (pooled over rounds by the report). */
   latenciesMs?: number[];
+  /** Paced loads: the sending thread's own event-loop delay over the round, ms (p99 and worst). */
+  clientDelayMs?: { p99: number; max: number };
 }
 
 export interface LoadOptions {
@@ -96,44 +98,57 @@ export function percentile(sorted: readonly number[], q: number): number {
   return sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
 }
 
-/** Open-loop requests at a fixed rate; latency from the moment each is issued to its whole answer. */
+/** What the pacing thread is given: the requests to send in turn (cycled if the round outlasts them). */
+export interface PacedStream {
+  port: number;
+  rate: number;
+  seconds: number;
+  connections: number;
+  requests: Request[];
+}
+
+/** What it answers: its counts, every 2xx latency sorted, and how late its own event loop ran. */
+export interface PacedResult {
+  answered: number;
+  non2xx: number;
+  errors: number;
+  seconds: number;
+  /** performance.timeOrigin + performance.now() of the last answer, on the sending thread. */
+  lastAnswerAtEpochMs: number;
+  latenciesMs: number[];
+  clientDelayMs: { p99: number; max: number };
+}
+
+/**
+ * Open-loop requests at a fixed rate; latency from the moment each is issued to its whole answer. The
+ * requests are built here and sent from a thread of their own (pace.worker.ts), out of reach of this
+ * heap's garbage collections.
+ */
 export async function pace(options: PaceOptions): Promise<LoadResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
-  const latencies: number[] = [];
-  const counts = { answered: 0, non2xx: 0, errors: 0 };
-  let lastAnswerAt = performance.now();
-  const one = (request: Request) =>
-    new Promise<void>((resolve) => {
-      const sent = performance.now();
-      const req = http.request({ host: "127.0.0.1", port: options.port, method: request.method, path: request.path, headers: request.headers, agent }, (res) => {
-        res.resume();
-        res.on("end", () => {
-          lastAnswerAt = performance.now();
-          counts.answered++;
-          if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) latencies.push(lastAnswerAt - sent);
-          else counts.non2xx++;
-          resolve();
-        });
-      });
-      req.on("error", () => {
-        counts.errors++;
-        resolve();
-      });
-      req.end(request.body);
-    });
-  const started = performance.now();
-  const interval = 1000 / options.rate;
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i * interval < options.seconds * 1000; i++) {
-    const wait = started + i * interval - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    pending.push(one(options.next()));
-  }
-  await Promise.all(pending);
-  agent.destroy();
-  const seconds = (performance.now() - started) / 1000;
-  const sorted = latencies.sort((a, b) => a - b);
-  return { ...counts, seconds, rps: counts.answered / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), lastAnswerAt, cutShort: false, latenciesMs: sorted };
+  const total = Math.ceil(options.rate * options.seconds);
+  const stream: PacedStream = { port: options.port, rate: options.rate, seconds: options.seconds, connections: options.connections, requests: Array.from({ length: total }, () => options.next()) };
+  const worker = new Worker(new URL("./pace.worker.ts", import.meta.url), { workerData: stream, name: "bench-pace" });
+  const result = await new Promise<PacedResult>((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+    worker.once("exit", (code) => reject(new Error(`the pacing thread exited with ${code} before answering`)));
+  });
+  // The thread ends by itself once it has answered (nothing left on its loop); the round does not wait for it.
+  void worker.terminate();
+  const sorted = result.latenciesMs;
+  return {
+    answered: result.answered,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    seconds: result.seconds,
+    rps: result.answered / result.seconds,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    lastAnswerAt: result.lastAnswerAtEpochMs - performance.timeOrigin,
+    cutShort: false,
+    latenciesMs: sorted,
+    clientDelayMs: result.clientDelayMs,
+  };
 }
 
 /** A signed Stripe-style delivery to a store's plugin. */

@@ -49,6 +49,8 @@ export interface RoundSample {
   maxLagSeconds?: number | null;
   /** Paced loads (the reads): every answer's latency, ms; kept out of latest.json. */
   latenciesMs?: number[];
+  /** Paced loads: how late the sending thread's own event loop ran, ms (p99 and worst over the round). */
+  clientDelayMs?: { p99: number; max: number };
 }
 
 export interface RoundOptions {
@@ -119,6 +121,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     postgresWalBytes: wal0 === null || wal1 === null ? null : perRequest(Number(wal1 - wal0)),
     sqliteWalBytes: sqliteWalBytes === null ? null : perRequest(sqliteWalBytes),
     ...(r.latenciesMs === undefined ? {} : { latenciesMs: r.latenciesMs }),
+    ...(r.clientDelayMs === undefined ? {} : { clientDelayMs: r.clientDelayMs }),
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
