@@ -49,6 +49,8 @@ export interface RoundSample {
   maxLagSeconds?: number | null;
   /** Paced loads (the reads): every answer's latency, ms; kept out of latest.json. */
   latenciesMs?: number[];
+  /** How late the server's main event loop ran over the round and its catch-up, ms (p99 and worst; 10 ms timer). */
+  serverLoopLateMs?: { p99: number; max: number };
   /** Paced loads: how late the sending thread's own event loop ran, ms (p99 and worst over the round). */
   clientDelayMs?: { p99: number; max: number };
 }
@@ -122,6 +124,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
     sqliteWalBytes: sqliteWalBytes === null ? null : perRequest(sqliteWalBytes),
     ...(r.latenciesMs === undefined ? {} : { latenciesMs: r.latenciesMs }),
     ...(r.clientDelayMs === undefined ? {} : { clientDelayMs: r.clientDelayMs }),
+    serverLoopLateMs: cpu1.loopLateMs,
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);

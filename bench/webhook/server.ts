@@ -8,6 +8,7 @@
 //   (forked by run.ts) node bench/webhook/server.ts --root DIR --dialect sqlite|postgres [--invoices N] …
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 // Types only, from this checkout (erased at run time): the modules themselves come from --root.
@@ -62,11 +63,21 @@ const app = await buildApp(services, { logger: false });
 
 let stopping = false;
 process.on("disconnect", () => void stop(0));
+// How late the main thread's event loop ran since the runner last asked (a round's start and end): a stall
+// there holds every request in flight, reads' pages included. A 10 ms timer, the least the measure adds to
+// the server it measures; the histogram counts each whole interval, so the timer's own 10 ms come off
+// (milliseconds, to 0.1).
+const LOOP_TIMER_MS = 10;
+const loopDelay = monitorEventLoopDelay({ resolution: LOOP_TIMER_MS });
+loopDelay.enable();
+const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5) / 10 - LOOP_TIMER_MS);
 process.on("message", (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
     const main = process.threadCpuUsage();
-    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs });
+    const loopLateMs = { p99: lateMs(loopDelay.percentile(99)), max: lateMs(loopDelay.max) };
+    loopDelay.reset();
+    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs });
   }
 });
 
