@@ -36,9 +36,10 @@ export type ServerMessage =
    * `mainMicros`: the main thread's own CPU (the one that answers webhooks and, on SQLite, writes);
    * `mainWaitMicros`: its time runnable but waiting for a core (Linux schedstat; null elsewhere);
    * `threads`: µs by thread name (/proc, 10 ms ticks; empty elsewhere);
-   * `loopLateMs`: how late the main thread's event loop ran since the last such message (p99 and worst, ms).
+   * `loopLateMs`: how late the main thread's event loop ran since the last such message (p99 and worst, ms);
+   * `readsServerMs`: every read API answer since then, as the server timed it (ms).
    */
-  | { type: "cpu"; id: number; micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number; loopLateMs: { p99: number; max: number } };
+  | { type: "cpu"; id: number; micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number; loopLateMs: { p99: number; max: number }; readsServerMs: number[] };
 
 export type RunnerMessage = { type: "cpu"; id: number };
 

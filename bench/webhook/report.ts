@@ -20,6 +20,8 @@ export interface Summary {
    * percentile of all 1,250.
    */
   pooledP99: number | null;
+  /** The same of the reads' answers as the server timed them (server.ts's hook), or null. */
+  pooledServerP99: number | null;
   serverCpuUs: number;
   mainThreadCpuUs: number;
   mainThreadBusy: number;
@@ -49,9 +51,9 @@ export function median(xs: number[]): number {
 }
 
 /** A percentile of every round's latencies together, when every round kept them. */
-function pooledPercentile(samples: RoundSample[], q: number): number | null {
-  if (samples.length === 0 || samples.some((s) => s.latenciesMs === undefined)) return null;
-  const all = samples.flatMap((s) => s.latenciesMs!).sort((a, b) => a - b);
+function pooledPercentile(samples: RoundSample[], q: number, key: "latenciesMs" | "serverLatenciesMs" = "latenciesMs"): number | null {
+  if (samples.length === 0 || samples.some((s) => s[key] === undefined)) return null;
+  const all = samples.flatMap((s) => s[key]!).sort((a, b) => a - b);
   return all.length === 0 ? null : percentile(all, q);
 }
 
@@ -71,6 +73,7 @@ export function summarize(samples: RoundSample[]): Summary {
     p50: round2(median(samples.map((s) => s.p50))),
     p99: round2(median(samples.map((s) => s.p99))),
     pooledP99: pooledPercentile(samples, 0.99),
+    pooledServerP99: pooledPercentile(samples, 0.99, "serverLatenciesMs"),
     serverCpuUs: Math.round(median(samples.map((s) => s.serverCpuUs))),
     // Rounds recorded before these were measured have none: 0 and NaN, shown as n/a.
     mainThreadCpuUs: Math.round(median(nonNull(samples.map((s) => s.mainThreadCpuUs)))),
@@ -155,6 +158,10 @@ export function ratios(summaries: Summaries, disk: DiskRates | null): Ratio[] {
     // the sandbox's run, the delivery's record), and what the payments' own work adds to it.
     add("reads p99 during an ignore burst / alone, pooled", "info", (side) => pair(s("reads-webhooks", side), s("reads-alone", side), pooledP99, " ms"));
     add("reads p99 during the pushInvoice burst / during an ignore burst, pooled", "info", (side) => pair(s("reads-burst", side), s("reads-webhooks", side), pooledP99, " ms"));
+    // The same reads as the server timed them: what of the burst's effect is this process's (its threads'
+    // work and their waits for a core), and what the connection and the client's thread add.
+    const serverP99: Get = (x) => x.pooledServerP99 ?? NaN;
+    add("reads p99 as the server timed them, during the burst / alone, pooled", "info", (side) => pair(s("reads-burst", side), s("reads-alone", side), serverP99, " ms"));
     add("ignore, sandboxed Lua / plain TypeScript, deliveries/s", "≥ 0.5", (side) => pair(s("ignore", side), s("ignore-ts", side), rps, "/s"));
     const limit = dialect === "sqlite" ? disk?.sqliteFull : disk?.postgres32;
     add(`pushInvoice / the disk's commits (${dialect === "sqlite" ? "SQLite FULL" : "PostgreSQL, 32 clients"})`, "info", (side) => {

@@ -51,6 +51,8 @@ export interface RoundSample {
   latenciesMs?: number[];
   /** How late the server's main event loop ran over the round and its catch-up, ms (p99 and worst; 10 ms timer). */
   serverLoopLateMs?: { p99: number; max: number };
+  /** Paced loads (the reads): every answer's time as the server measured it, ms, sorted; kept out of latest.json. */
+  serverLatenciesMs?: number[];
   /** Paced loads: how late the sending thread's own event loop ran, ms (p99 and worst over the round). */
   clientDelayMs?: { p99: number; max: number };
 }
@@ -128,6 +130,8 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
-  if (read) out.reads = base(read);
+  // A version whose answers the hook did not see (none counted) gives none.
+  const serverTimed = (cpu1.readsServerMs ?? []).sort((a, b) => a - b);
+  if (read) out.reads = { ...base(read), ...(serverTimed.length === 0 ? {} : { serverLatenciesMs: serverTimed }) };
   return out;
 }

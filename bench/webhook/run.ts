@@ -30,6 +30,7 @@ import pg from "pg";
 import { PG } from "../lib/bench-database.ts";
 import { CASES, type CaseId, isReadCase, planRound, ROUND_ORDER, type PlanSettings } from "./cases.ts";
 import { type DiskRates, measureDisk } from "./disk.ts";
+import { percentile } from "./load.ts";
 import { serverCpu } from "./probes.ts";
 import type { ServerMessage } from "./protocol.ts";
 import { markdown, ratios, type Samples, type Side, summarizeAll } from "./report.ts";
@@ -138,7 +139,7 @@ const report = {
   samples,
 };
 // Each answer's latency stays out: the summaries hold what the report computed from them.
-writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, (key, value: unknown) => (key === "latenciesMs" ? undefined : value), 2) + "\n");
+writeFileSync(path.join(HERE, "results", "latest.json"), JSON.stringify(report, (key, value: unknown) => (key === "latenciesMs" || key === "serverLatenciesMs" ? undefined : value), 2) + "\n");
 console.log(markdown(summaries, rs, disk, sides));
 for (const [dialect, why] of Object.entries(failed)) console.log(`\n**${dialect}: not measured**: ${why}`);
 if (Object.keys(failed).length > 0) process.exitCode = 1;
@@ -160,7 +161,7 @@ async function measureDialect(dialect: string, servers: Record<Side, Server>): P
         const result = await runRound(servers[side], plan, { seconds, postgres: dialect === "postgres" ? postgres : null, catchUpTimeoutMs: Number(args["catchup-timeout"]) * 1000 });
         const label = round === 0 ? "warm-up" : `round ${round}`;
         const main = isReadCase(id) ? result.reads : result.payments;
-        if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs} (main thread ${main.mainThreadCpuUs}, busy ${Math.round(main.mainThreadBusy * 100)} %${main.mainThreadWaiting === null ? "" : ` + waiting ${Math.round(main.mainThreadWaiting * 100)} %`}; machine ${main.machineBusyCores ?? "n/a"} cores)${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req${(main.postgresWalBytes ?? main.sqliteWalBytes ?? null) === null ? "" : `, WAL ${main.postgresWalBytes ?? main.sqliteWalBytes} B/req`}, non2xx ${main.non2xx + main.errors}${main.serverLoopLateMs ? `, server loop late p99 ${main.serverLoopLateMs.p99} max ${main.serverLoopLateMs.max} ms` : ""}${main.clientDelayMs ? `, client loop late p99 ${main.clientDelayMs.p99} max ${main.clientDelayMs.max} ms` : ""}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}; by thread µs/req: ${topThreads(main.threadCpuUs)}`);
+        if (main) log(`${dialect} ${side} ${id} ${label}: ${main.rps}/s p50 ${main.p50} p99 ${main.p99} ms, cpu ${main.serverCpuUs} (main thread ${main.mainThreadCpuUs}, busy ${Math.round(main.mainThreadBusy * 100)} %${main.mainThreadWaiting === null ? "" : ` + waiting ${Math.round(main.mainThreadWaiting * 100)} %`}; machine ${main.machineBusyCores ?? "n/a"} cores)${main.postgresCpuUs === null ? "" : ` + pg ${main.postgresOwnCpuUs} (all ${main.postgresCpuUs})`} µs/req${(main.postgresWalBytes ?? main.sqliteWalBytes ?? null) === null ? "" : `, WAL ${main.postgresWalBytes ?? main.sqliteWalBytes} B/req`}, non2xx ${main.non2xx + main.errors}${main.serverLatenciesMs ? `, as the server timed them p50 ${percentile(main.serverLatenciesMs, 0.5)} p99 ${percentile(main.serverLatenciesMs, 0.99)} ms` : ""}${main.serverLoopLateMs ? `, server loop late p99 ${main.serverLoopLateMs.p99} max ${main.serverLoopLateMs.max} ms` : ""}${main.clientDelayMs ? `, client loop late p99 ${main.clientDelayMs.p99} max ${main.clientDelayMs.max} ms` : ""}${main.cutShort ? " (ran out of invoices: cut short)" : ""}${main.catchUpMs !== undefined ? `, catch-up ${main.catchUpMs ?? "n/a"} ms` : ""}; by thread µs/req: ${topThreads(main.threadCpuUs)}`);
         if (id === "reads-burst" && result.payments) log(`${dialect} ${side} burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, catch-up ${result.payments.catchUpMs ?? "n/a"} ms`);
         if (id === "reads-webhooks" && result.payments) log(`${dialect} ${side} ignore burst ${label}: ${result.payments.rps}/s p99 ${result.payments.p99} ms, non2xx ${result.payments.non2xx + result.payments.errors}`);
         if (round === 0) continue;

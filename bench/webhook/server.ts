@@ -60,6 +60,14 @@ const services = await createServices(loadConfig(env), { warmSandbox: true });
 const plainTs = { storeId: null as string | null, runs: 0 };
 substitutePlainTypeScript(services as unknown as { sandbox?: { run?: unknown } });
 const app = await buildApp(services, { logger: false });
+// The read API's answers as the server times them (from the request's start to its last byte handed to the
+// socket), handed to the runner with its CPU: the part of a read's latency spent in this process, against
+// what the client measured (which adds the connection and the client thread's own waits).
+const readsServerMs: number[] = [];
+app.addHook("onResponse", (request, reply, done) => {
+  if (request.method === "GET" && request.url.startsWith("/api/service/") && reply.statusCode < 300) readsServerMs.push(reply.elapsedTime);
+  done();
+});
 
 let stopping = false;
 process.on("disconnect", () => void stop(0));
@@ -77,7 +85,7 @@ process.on("message", (message: RunnerMessage) => {
     const main = process.threadCpuUsage();
     const loopLateMs = { p99: lateMs(loopDelay.percentile(99)), max: lateMs(loopDelay.max) };
     loopDelay.reset();
-    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs });
+    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs, readsServerMs: readsServerMs.splice(0) });
   }
 });
 

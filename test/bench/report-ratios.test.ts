@@ -43,3 +43,16 @@ test("reads beside an ignore burst are compared with reads alone and with reads 
   assert.deepEqual(payments?.values, { this: 1.5 });
   assert.deepEqual(payments?.detail, { this: "30 / 20 ms" });
 });
+
+test("the reads' p99 as the server timed them is compared burst against alone, and null for a version without it", () => {
+  const timed = (client: number[], server: number[]): RoundSample => ({ ...reads(client), serverLatenciesMs: [...server].sort((a, b) => a - b) });
+  const summaries: Summaries = {
+    sqlite: {
+      "reads-alone": { this: summarize([timed([2, 3, 4, 10], [1, 1, 2, 4])]), baseline: summarize([reads([2, 3, 4, 10])]) },
+      "reads-burst": { this: summarize([timed([3, 4, 5, 30], [1, 2, 2, 6])]), baseline: summarize([reads([3, 4, 5, 30])]) },
+    },
+  };
+  const serverTimed = ratios(summaries, null).find((r) => r.name === "reads p99 as the server timed them, during the burst / alone, pooled");
+  assert.deepEqual(serverTimed?.values, { this: 1.5, baseline: null });
+  assert.equal(serverTimed?.detail.this, "6 / 4 ms");
+});
