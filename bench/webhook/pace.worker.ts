@@ -38,7 +38,7 @@ function one(index: number): Promise<void> {
 }
 
 const delay = monitorEventLoopDelay({ resolution: 1 });
-const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5) / 10 - 1);
+const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5 - 10) / 10);
 delay.enable();
 const started = performance.now();
 const interval = 1000 / stream.rate;

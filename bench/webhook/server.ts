@@ -78,7 +78,7 @@ process.on("disconnect", () => void stop(0));
 const LOOP_TIMER_MS = 10;
 const loopDelay = monitorEventLoopDelay({ resolution: LOOP_TIMER_MS });
 loopDelay.enable();
-const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5) / 10 - LOOP_TIMER_MS);
+const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5 - LOOP_TIMER_MS * 10) / 10);
 process.on("message", (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
