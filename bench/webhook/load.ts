@@ -98,7 +98,7 @@ export function percentile(sorted: readonly number[], q: number): number {
   return sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
 }
 
-/** What the pacing thread is given: the requests to send in turn (cycled if the round outlasts them). */
+/** What the pacing thread is given: one request per slot of the round (rate × seconds), sent in turn. */
 export interface PacedStream {
   port: number;
   rate: number;

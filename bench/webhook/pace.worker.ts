@@ -7,7 +7,8 @@
 import http from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parentPort, workerData } from "node:worker_threads";
-import type { PacedStream, PacedResult } from "./load.ts";
+import type { PacedStream, PacedResult, Request } from "./load.ts";
+import { loopLateness } from "./protocol.ts";
 
 const stream = workerData as PacedStream;
 const agent = new http.Agent({ keepAlive: true, maxSockets: stream.connections });
@@ -15,8 +16,7 @@ const latencies: number[] = [];
 const counts = { answered: 0, non2xx: 0, errors: 0 };
 let lastAnswerAt = performance.now();
 
-function one(index: number): Promise<void> {
-  const request = stream.requests[index % stream.requests.length]!;
+function one(request: Request): Promise<void> {
   return new Promise<void>((resolve) => {
     const sent = performance.now();
     const req = http.request({ host: "127.0.0.1", port: stream.port, method: request.method, path: request.path, headers: request.headers, agent }, (res) => {
@@ -37,16 +37,17 @@ function one(index: number): Promise<void> {
   });
 }
 
-const delay = monitorEventLoopDelay({ resolution: 1 });
-const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5 - 10) / 10);
+const LOOP_TIMER_MS = 1;
+const delay = monitorEventLoopDelay({ resolution: LOOP_TIMER_MS });
 delay.enable();
 const started = performance.now();
 const interval = 1000 / stream.rate;
 const pending: Promise<void>[] = [];
-for (let i = 0; i * interval < stream.seconds * 1000; i++) {
+// The runner built one request per slot of the round: each goes out at its slot's time.
+for (const [i, request] of stream.requests.entries()) {
   const wait = started + i * interval - performance.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  pending.push(one(i));
+  pending.push(one(request));
 }
 await Promise.all(pending);
 delay.disable();
@@ -57,7 +58,6 @@ const result: PacedResult = {
   // performance.now() counts from each thread's own start: the runner gets the moment on the shared clock.
   lastAnswerAtEpochMs: performance.timeOrigin + lastAnswerAt,
   latenciesMs: latencies.sort((a, b) => a - b),
-  // The histogram counts each whole interval of its 1 ms timer, in nanoseconds: the timer's own 1 ms comes off.
-  clientDelayMs: { p99: lateMs(delay.percentile(99)), max: lateMs(delay.max) },
+  clientDelayMs: loopLateness(delay, LOOP_TIMER_MS),
 };
 parentPort!.postMessage(result);

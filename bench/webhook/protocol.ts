@@ -64,3 +64,12 @@ export function parseReadModelGauges(text: string): ReadModelGauges | null {
   }
   return backlog === null ? null : { backlog, lagSeconds: lag };
 }
+
+/**
+ * How late an event loop ran, from Node's histogram of its timer (monitorEventLoopDelay): p99 and worst, ms
+ * to 0.1. The histogram counts each whole interval in nanoseconds, so the timer's own interval comes off.
+ */
+export function loopLateness(histogram: { percentile(q: number): number; max: number }, timerMs: number): { p99: number; max: number } {
+  const late = (nanos: number) => Math.max(0, Math.round(nanos / 1e5 - timerMs * 10) / 10);
+  return { p99: late(histogram.percentile(99)), max: late(histogram.max) };
+}

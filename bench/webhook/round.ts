@@ -130,8 +130,8 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   });
   const out: { payments?: RoundSample; reads?: RoundSample } = {};
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
-  // A version whose answers the hook did not see (none counted) gives none.
-  const serverTimed = (cpu1.readsServerMs ?? []).sort((a, b) => a - b);
+  // None when the server's hook saw no read (a round without reads).
+  const serverTimed = cpu1.readsServerMs.sort((a, b) => a - b);
   if (read) out.reads = { ...base(read), ...(serverTimed.length === 0 ? {} : { serverLatenciesMs: serverTimed }) };
   return out;
 }

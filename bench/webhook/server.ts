@@ -19,7 +19,7 @@ import { benchDatabase } from "../lib/bench-database.ts";
 import { ADMIN_TOKEN, buildLayout, type Injector } from "./layout.ts";
 import { plainTypeScriptRun, type RunInputLike } from "./plugin.ts";
 import { threadsCpu, threadWaitMicros } from "./probes.ts";
-import { parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
+import { loopLateness, parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -73,17 +73,15 @@ let stopping = false;
 process.on("disconnect", () => void stop(0));
 // How late the main thread's event loop ran since the runner last asked (a round's start and end): a stall
 // there holds every request in flight, reads' pages included. A 10 ms timer, the least the measure adds to
-// the server it measures; the histogram counts each whole interval, so the timer's own 10 ms come off
-// (milliseconds, to 0.1).
+// the server it measures.
 const LOOP_TIMER_MS = 10;
 const loopDelay = monitorEventLoopDelay({ resolution: LOOP_TIMER_MS });
 loopDelay.enable();
-const lateMs = (nanos: number) => Math.max(0, Math.round(nanos / 1e5 - LOOP_TIMER_MS * 10) / 10);
 process.on("message", (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
     const main = process.threadCpuUsage();
-    const loopLateMs = { p99: lateMs(loopDelay.percentile(99)), max: lateMs(loopDelay.max) };
+    const loopLateMs = loopLateness(loopDelay, LOOP_TIMER_MS);
     loopDelay.reset();
     send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs, readsServerMs: readsServerMs.splice(0) });
   }
