@@ -13,7 +13,7 @@ import { pageJson } from "./paging.ts";
 import type { PriorityGate } from "./priority-gate.ts";
 import type { BuildRequest } from "./projector.batch.ts";
 import type { BatchBuilder, BuiltBatch } from "./projector.sqlite.ts";
-import type { BuildJob, ListName, PageJob, ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
+import { type BuildJob, type ListName, type PageJob, type PageTimes, type ReadJob, type ReadReply, type ReaderInit, wallClockMs } from "./readers.protocol.ts";
 
 const WORKER_URL = new URL("./readers.worker.ts", import.meta.url);
 
@@ -58,6 +58,16 @@ export interface ReadsService {
   close(): Promise<void>;
 }
 
+/**
+ * Where a list page's time went (storefront_read_page_seconds): `held` by the payments-first gate, before
+ * its queries and before it is written; `queued`, posted and not yet taken up by a reader thread (the thread
+ * busy with other pages, or waiting for a core); `built`, its queries and JSON on the reader thread (on the
+ * main thread when there are none); `returned`, built and not yet taken back by the main thread (busy with
+ * other work, or waiting for a core).
+ */
+export type PageStage = "held" | "queued" | "built" | "returned";
+export type PageTimer = (stage: PageStage, seconds: number) => void;
+
 export interface ReadsDeps {
   database: Config["database"];
   threads: number;
@@ -66,20 +76,31 @@ export interface ReadsDeps {
   repos: { customers: CustomersRepository; invoices: InvoicesRepository };
   /** Finished pages wait here while a payment webhook is in flight (bounded). */
   gate: PriorityGate;
+  /** Told each page's time stage by stage. */
+  timer?: PageTimer;
 }
 
 export function createReadsService(deps: ReadsDeps): ReadsService {
   const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
-  // A built page is written out only when no payment webhook is in flight (or after a bounded wait).
-  const yieldToPayments = async (page: PageBytes): Promise<PageBytes> => {
+  const timer = deps.timer ?? (() => {});
+  /** Waits for the payments-first gate; the milliseconds waited. */
+  const hold = async (): Promise<number> => {
+    const from = performance.now();
     await deps.gate.whenIdle();
-    return page;
+    return performance.now() - from;
   };
   if (deps.threads === 0 || inMemory) {
     return {
       threads: 0,
       builder: null,
-      page: async (list, storeId, q) => yieldToPayments({ body: pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor), release: NO_RELEASE }),
+      page: async (list, storeId, q) => {
+        const from = performance.now();
+        const body = pageJson(list, await deps.repos[list].listPage(storeId, q), q.limit, encodeCursor);
+        timer("built", seconds(performance.now() - from));
+        // A built page is written out only when no payment webhook is in flight (or after a bounded wait).
+        timer("held", seconds(await hold()));
+        return { body, release: NO_RELEASE };
+      },
       slotsInUse: () => 0,
       close: async () => {},
     };
@@ -94,8 +115,12 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
     // Also started only when no payment is in flight: the page's queries would compete with the webhook's
     // for the database (on PostgreSQL, server processes whose priority the client cannot lower).
     page: async (list, storeId, q) => {
-      await deps.gate.whenIdle();
-      return yieldToPayments(await pool.page({ list, storeId, query: q }));
+      let heldMs = await hold();
+      const page = await pool.page({ list, storeId, query: q }, timer);
+      // Written out only when no payment webhook is in flight (or after a bounded wait).
+      heldMs += await hold();
+      timer("held", seconds(heldMs));
+      return page;
     },
     slotsInUse: () => pool.slotsInUse(),
     close: async () => {
@@ -140,9 +165,11 @@ class ReaderPool {
     this.name = name;
   }
 
-  /** A list page, built by the reader with the fewest jobs in hand. */
-  async page(job: Omit<PageJob, "id">): Promise<PageBytes> {
-    const { reader, reply } = await this.run(job);
+  /** A list page, built by the reader with the fewest jobs in hand; `timer` is told its stages on the way. */
+  async page(job: Omit<PageJob, "id" | "postedAt">, timer: PageTimer): Promise<PageBytes> {
+    const postedAt = wallClockMs();
+    const { reader, reply } = await this.run({ ...job, postedAt });
+    if ("startedAt" in reply) timeStages(timer, postedAt, reply, wallClockMs());
     if ("json" in reply) return { body: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), release: NO_RELEASE };
     if ("slot" in reply) return { body: Buffer.from(reader.slots, reply.slot * SLOT_SIZE, reply.length), release: releaseOnce(reader.slotStates, reply.slot) };
     throw new Error("reader thread: a page job was answered with something else");
@@ -212,6 +239,16 @@ class ReaderPool {
     return reader;
   }
 }
+
+/** A page's stages between the threads, from its times (on wallClockMs's clock, shared by the threads). */
+function timeStages(timer: PageTimer, postedAt: number, times: PageTimes, takenBackAt: number): void {
+  timer("queued", seconds(times.startedAt - postedAt));
+  timer("built", seconds(times.doneAt - times.startedAt));
+  timer("returned", seconds(takenBackAt - times.doneAt));
+}
+
+/** Milliseconds as seconds, never below 0 (two threads' readings of the shared clock may differ by a hair). */
+const seconds = (ms: number): number => Math.max(0, ms) / 1000;
 
 function toError(e: Extract<ReadReply, { ok: false }>["error"]): Error {
   if (e.expected) return new AppError(e.code, e.message, e.param === undefined ? {} : { param: e.param });

@@ -13,7 +13,7 @@ import { createInvoicesRepository } from "./invoice-documents.ts";
 import { buildBatch } from "./projector.sqlite.ts";
 import { encodeCursor } from "../lib/list-query.ts";
 import { type PagePiece, concatPieces, pageParts, writePieces } from "./paging.ts";
-import type { ReadJob, ReadReply, ReaderInit } from "./readers.protocol.ts";
+import { type ReadJob, type ReadReply, type ReaderInit, wallClockMs } from "./readers.protocol.ts";
 
 const init = workerData as ReaderInit;
 
@@ -73,6 +73,7 @@ function intoSlot(parts: readonly PagePiece[]): { slot: number; length: number }
 const ownsItsMemory = (bytes: Uint8Array) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
 
 async function answer(job: ReadJob): Promise<void> {
+  const startedAt = wallClockMs();
   let reply: Exclude<ReadReply, { ready: true }>;
   try {
     if ("build" in job) {
@@ -85,7 +86,8 @@ async function answer(job: ReadJob): Promise<void> {
     const page = await repos[job.list].listPage(job.storeId, job.query);
     const parts = pageParts(job.list, page, job.query.limit, encodeCursor);
     const shared = intoSlot(parts);
-    reply = shared === null ? { id: job.id, ok: true, json: concatPieces(parts) } : { id: job.id, ok: true, ...shared };
+    const bytes = shared ?? { json: concatPieces(parts) };
+    reply = { id: job.id, ok: true, ...bytes, startedAt, doneAt: wallClockMs() };
   } catch (err) {
     const expected = err instanceof AppError;
     reply = {

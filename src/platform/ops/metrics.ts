@@ -30,6 +30,8 @@ export interface Metrics {
   eventAttempts: Counter<"result">;
   /** From an event's commit to its delivery to an endpoint (first 2xx): how far behind the merchant's systems are. */
   eventDeliveryLag: Histogram;
+  /** A list page's time by stage (src/readmodel/readers.service.ts, PageStage): where a slow read waited. */
+  readPageSeconds: Histogram<"stage">;
   /** Reports a background loop's last successful pass (storefront_loop_last_success_timestamp_seconds). */
   trackLoop(loop: LoopName, lastSuccessAt: () => number | null): void;
 }
@@ -54,7 +56,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
   // In this order: /metrics lists them in the order they are made.
   const trackLoop = deploymentGauges(registry, sources.build);
   databaseGauges(registers, sources);
-  return { registry, ...httpMetrics(registers), ...pluginMetrics(registers), ...eventMetrics(registers), trackLoop };
+  return { registry, ...httpMetrics(registers), ...readMetrics(registers), ...pluginMetrics(registers), ...eventMetrics(registers), trackLoop };
 }
 
 /** The database in use and, on PostgreSQL, its pool's connections, read at each scrape. */
@@ -98,6 +100,19 @@ function httpMetrics(registers: Registry[]): Pick<Metrics, "httpRequests" | "htt
       help: "HTTP request duration by method and route template.",
       labelNames: ["method", "route"],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+  };
+}
+
+/** The read API's pages, stage by stage. */
+function readMetrics(registers: Registry[]): Pick<Metrics, "readPageSeconds"> {
+  return {
+    readPageSeconds: new Histogram({
+      name: "storefront_read_page_seconds",
+      help: "A list page's time by stage: held (payments first), queued (for a reader thread), built (queries and JSON), returned (for the main thread to take it back).",
+      labelNames: ["stage"],
+      buckets: [0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.5, 2],
       registers,
     }),
   };
