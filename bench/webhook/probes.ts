@@ -11,7 +11,7 @@ import { parseReadModelGauges, type ReadModelGauges, type ServerMessage } from "
 let nextId = 0;
 
 /** The server's CPU time so far (µs; its main thread's alone too), and how many runs went to the plain-TypeScript plugin. */
-export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number; loopLateMs: { p99: number; max: number }; readsServerMs: number[] }> {
+export function serverCpu(child: ChildProcess): Promise<Extract<ServerMessage, { type: "cpu" }>> {
   const id = ++nextId;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -22,7 +22,7 @@ export function serverCpu(child: ChildProcess): Promise<{ micros: number; mainMi
       if (message.type !== "cpu" || message.id !== id) return;
       clearTimeout(timer);
       child.off("message", onMessage);
-      resolve({ micros: message.micros, mainMicros: message.mainMicros, mainWaitMicros: message.mainWaitMicros, threads: message.threads, plainTsRuns: message.plainTsRuns, loopLateMs: message.loopLateMs, readsServerMs: message.readsServerMs });
+      resolve(message);
     };
     child.on("message", onMessage);
     child.send({ type: "cpu", id });

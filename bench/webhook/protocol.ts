@@ -37,9 +37,44 @@ export type ServerMessage =
    * `mainWaitMicros`: its time runnable but waiting for a core (Linux schedstat; null elsewhere);
    * `threads`: µs by thread name (/proc, 10 ms ticks; empty elsewhere);
    * `loopLateMs`: how late the main thread's event loop ran since the last such message (p99 and worst, ms);
-   * `readsServerMs`: every read API answer since then, as the server timed it (ms).
+   * `readsServerMs`: every read API answer since then, as the server timed it (ms);
+   * `pageStages`: the service's histogram of list pages by stage, as it stands (null: a version without it).
    */
-  | { type: "cpu"; id: number; micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number; loopLateMs: { p99: number; max: number }; readsServerMs: number[] };
+  | { type: "cpu"; id: number; micros: number; mainMicros: number; mainWaitMicros: number | null; threads: Record<string, number>; plainTsRuns: number; loopLateMs: { p99: number; max: number }; readsServerMs: number[]; pageStages: PageStageBuckets | null };
+
+/**
+ * storefront_read_page_seconds as it stands: by stage (held, queued, built, returned), its cumulative buckets as
+ * [upper bound in seconds, count], +Inf last.
+ */
+export type PageStageBuckets = Record<string, [number, number][]>;
+
+/**
+ * Each stage's p99 over what the histogram counted between two readings, ms: linear within the bucket it
+ * falls in (the buckets double from 0.25 ms, so a figure is good to its bucket). A p99 beyond the last bound
+ * is that bound. Stages with no page in between are left out.
+ */
+export function stagesP99Ms(before: PageStageBuckets | null, after: PageStageBuckets | null): Record<string, number> | null {
+  if (after === null) return null;
+  const out: Record<string, number> = {};
+  for (const [stage, buckets] of Object.entries(after)) {
+    const earlier = new Map(before?.[stage] ?? []);
+    const counts = buckets.map(([le, n]): [number, number] => [le, n - (earlier.get(le) ?? 0)]);
+    const total = counts.at(-1)?.[1] ?? 0;
+    if (total === 0) continue;
+    const rank = 0.99 * total;
+    let lower = 0;
+    let below = 0;
+    for (const [le, n] of counts) {
+      if (n >= rank) {
+        out[stage] = Number.isFinite(le) ? Math.round((lower + ((rank - below) / (n - below)) * (le - lower)) * 1e4) / 10 : Math.round(lower * 1e4) / 10;
+        break;
+      }
+      if (Number.isFinite(le)) lower = le;
+      below = n;
+    }
+  }
+  return out;
+}
 
 export type RunnerMessage = { type: "cpu"; id: number };
 

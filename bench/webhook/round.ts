@@ -7,7 +7,7 @@ import type { RoundPlan, Stream } from "./cases.ts";
 import { drive, type LoadResult, pace } from "./load.ts";
 import { performance } from "node:perf_hooks";
 import { catchUp, machineCpu, postgresCpu, postgresCpuSpent, serverCpu, watchReadModel, watchSqliteWal } from "./probes.ts";
-import type { Layout } from "./protocol.ts";
+import { type Layout, stagesP99Ms } from "./protocol.ts";
 
 export interface Server {
   child: ChildProcess;
@@ -53,6 +53,8 @@ export interface RoundSample {
   serverLoopLateMs?: { p99: number; max: number };
   /** Paced loads (the reads): every answer's time as the server measured it, ms, sorted; kept out of latest.json. */
   serverLatenciesMs?: number[];
+  /** Read rounds: the p99 of each stage of the server's list pages (storefront_read_page_seconds), ms; absent in a version without it. */
+  pageStagesP99Ms?: Record<string, number>;
   /** Paced loads: how late the sending thread's own event loop ran, ms (p99 and worst over the round). */
   clientDelayMs?: { p99: number; max: number };
 }
@@ -132,6 +134,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
   // None when the server's hook saw no read (a round without reads).
   const serverTimed = cpu1.readsServerMs.sort((a, b) => a - b);
-  if (read) out.reads = { ...base(read), ...(serverTimed.length === 0 ? {} : { serverLatenciesMs: serverTimed }) };
+  const stages = stagesP99Ms(cpu0.pageStages ?? null, cpu1.pageStages ?? null);
+  if (read) out.reads = { ...base(read), ...(serverTimed.length === 0 ? {} : { serverLatenciesMs: serverTimed }), ...(stages === null ? {} : { pageStagesP99Ms: stages }) };
   return out;
 }

@@ -14,12 +14,13 @@ import { parseArgs } from "node:util";
 // Types only, from this checkout (erased at run time): the modules themselves come from --root.
 import type * as AppModule from "../../src/app.ts";
 import type * as ConfigModule from "../../src/config.ts";
+import type { Histogram } from "prom-client";
 import type * as ServicesModule from "../../src/services.ts";
 import { benchDatabase } from "../lib/bench-database.ts";
 import { ADMIN_TOKEN, buildLayout, type Injector } from "./layout.ts";
 import { plainTypeScriptRun, type RunInputLike } from "./plugin.ts";
 import { threadsCpu, threadWaitMicros } from "./probes.ts";
-import { loopLateness, parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
+import { loopLateness, type PageStageBuckets, parseReadModelGauges, type Layout, type RunnerMessage, type ServerMessage } from "./protocol.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -77,13 +78,27 @@ process.on("disconnect", () => void stop(0));
 const LOOP_TIMER_MS = 10;
 const loopDelay = monitorEventLoopDelay({ resolution: LOOP_TIMER_MS });
 loopDelay.enable();
-process.on("message", (message: RunnerMessage) => {
+/** The service's histogram of list pages by stage (storefront_read_page_seconds), or null in a version without it. */
+async function pageStages(): Promise<PageStageBuckets | null> {
+  // A version may predate the histogram, or the registry.
+  const metric = (services as Partial<typeof services>).metrics?.registry.getSingleMetric("storefront_read_page_seconds");
+  if (metric === undefined) return null;
+  const out: PageStageBuckets = {};
+  for (const v of (await (metric as Histogram<string>).get()).values) {
+    if (v.metricName !== "storefront_read_page_seconds_bucket") continue;
+    const { stage, le } = v.labels as { stage: string; le: number | string };
+    (out[stage] ??= []).push([le === "+Inf" ? Infinity : Number(le), v.value]);
+  }
+  return out;
+}
+
+process.on("message", async (message: RunnerMessage) => {
   if (message.type === "cpu") {
     const usage = process.cpuUsage();
     const main = process.threadCpuUsage();
     const loopLateMs = loopLateness(loopDelay, LOOP_TIMER_MS);
     loopDelay.reset();
-    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs, readsServerMs: readsServerMs.splice(0) });
+    send({ type: "cpu", id: message.id, micros: usage.user + usage.system, mainMicros: main.user + main.system, mainWaitMicros: threadWaitMicros(), threads: threadsCpu(), plainTsRuns: plainTs.runs, loopLateMs, readsServerMs: readsServerMs.splice(0), pageStages: await pageStages() });
   }
 });
 
