@@ -134,7 +134,7 @@ export async function runRound(server: Server, plan: RoundPlan, options: RoundOp
   if (paid) out.payments = plan.payments?.pays ? { ...base(paid), catchUpMs: caughtUpMs, maxBacklog: gauges?.maxBacklog ?? null, maxLagSeconds: gauges?.maxLagSeconds ?? null } : base(paid);
   // None when the server's hook saw no read (a round without reads).
   const serverTimed = cpu1.readsServerMs.sort((a, b) => a - b);
-  const stages = stagesP99Ms(cpu0.pageStages ?? null, cpu1.pageStages ?? null);
+  const stages = stagesP99Ms(cpu0.pageStages, cpu1.pageStages);
   if (read) out.reads = { ...base(read), ...(serverTimed.length === 0 ? {} : { serverLatenciesMs: serverTimed }), ...(stages === null ? {} : { pageStagesP99Ms: stages }) };
   return out;
 }

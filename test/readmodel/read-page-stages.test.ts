@@ -5,12 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createHarness, expectStatus, type Harness } from "../helpers/harness.ts";
-
-/** The value of one series in Prometheus text, or null when absent. */
-function sample(text: string, series: string): number | null {
-  const line = text.split("\n").find((l) => l.startsWith(series + " "));
-  return line === undefined ? null : Number(line.slice(series.length + 1));
-}
+import { sample } from "../helpers/metrics.ts";
 
 const stageSeries = (stage: string, part: "count" | "sum") => `storefront_read_page_seconds_${part}{stage="${stage}"}`;
 

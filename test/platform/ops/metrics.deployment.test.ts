@@ -11,14 +11,9 @@ import { ADMIN_TOKEN, DIALECTS, createHarness, expectStatus, freshDatabase, type
 import { startReceiver, type Receiver } from "../../helpers/receiver.ts";
 import { freePort, startServer, type ServerProcess } from "../../helpers/server.ts";
 import { paymentSetup } from "../../helpers/webhook.ts";
+import { sample } from "../../helpers/metrics.ts";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
-
-/** The value of one series in Prometheus text, or null when absent. */
-function sample(text: string, series: string): number | null {
-  const line = text.split("\n").find((l) => l.startsWith(series + " "));
-  return line === undefined ? null : Number(line.slice(series.length + 1));
-}
 
 for (const dialect of DIALECTS) {
   describe(`deployment metrics on ${dialect.name}`, { skip: dialect.skip }, () => {

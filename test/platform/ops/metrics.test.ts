@@ -7,12 +7,7 @@ import { instrumentSandbox } from "../../../src/sandbox/sandbox.metrics.ts";
 import type { RunOutcome, Sandbox } from "../../../src/sandbox/index.ts";
 import { DIALECTS, createHarness, expectStatus, type Harness } from "../../helpers/harness.ts";
 import { deliver, deliverSigned, installPlugin, paymentSetup } from "../../helpers/webhook.ts";
-
-/** The value of one series in Prometheus text, or null when absent. */
-function sample(text: string, series: string): number | null {
-  const line = text.split("\n").find((l) => l.startsWith(series + " "));
-  return line === undefined ? null : Number(line.slice(series.length + 1));
-}
+import { sample } from "../../helpers/metrics.ts";
 
 for (const dialect of DIALECTS) {
   describe(`metrics on ${dialect.name}`, { skip: dialect.skip }, () => {
