@@ -57,6 +57,8 @@ export interface Config {
   readYieldMaxMs: number;
   /** …and only while the main thread's event loop was busy at least this % of the last 100 ms (READ_YIELD_BUSY_PERCENT; 0: whenever a webhook is in flight). */
   readYieldBusyPercent: number;
+  /** …and only while at least this many pages are in flight, the waiting one included (READ_YIELD_MIN_PAGES; 1: any page). */
+  readYieldMinPages: number;
   /**
    * How long an authenticated API key may be remembered at most (API_KEY_CACHE_SECONDS; 0: looked up on
    * every request). Any change to a key forgets them all at once (src/stores/key-cache.ts).
@@ -338,13 +340,14 @@ function checkEndpointAllow(read: EnvReader, endpointAllow: string[]): void {
 }
 
 /** The read API's threads, how long a page gives way to webhooks, how long an API key is remembered. */
-function readReadPath(read: EnvReader): Pick<Config, "readThreads" | "readThreadsNice" | "readYieldMaxMs" | "readYieldBusyPercent" | "apiKeyCacheSeconds"> {
+function readReadPath(read: EnvReader): Pick<Config, "readThreads" | "readThreadsNice" | "readYieldMaxMs" | "readYieldBusyPercent" | "readYieldMinPages" | "apiKeyCacheSeconds"> {
   return {
     // One core is left to the thread that answers webhooks.
     readThreads: read.int("READ_THREADS", Math.max(1, Math.min(4, os.availableParallelism() - 1)), 0, 64),
     readThreadsNice: read.int("READ_THREADS_NICE", 5, 0, 19),
     readYieldMaxMs: read.int("READ_YIELD_MAX_MS", 50, 0, 10_000),
     readYieldBusyPercent: read.int("READ_YIELD_BUSY_PERCENT", 70, 0, 100),
+    readYieldMinPages: read.int("READ_YIELD_MIN_PAGES", 4, 1, 10_000),
     apiKeyCacheSeconds: read.int("API_KEY_CACHE_SECONDS", 60, 0, 3600),
   };
 }

@@ -246,6 +246,7 @@ export async function createServices(config: Readonly<Config>, options: ServiceO
     nice: config.readThreadsNice,
     repos: { customers: customersRepo, invoices: invoicesRepo },
     gate: paymentsFirst,
+    holdFrom: config.readYieldMinPages,
     timer: (stage, seconds) => metrics.readPageSeconds.observe({ stage }, seconds),
   });
   return {

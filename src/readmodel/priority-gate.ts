@@ -5,6 +5,7 @@
 // A thread with room to spare (a webhook spends most of its time waiting on the sandbox and the disk) lets
 // pages go at once: holding them there would only slow reads down, not speed payments up. A page waits at
 // most `maxHoldMs` however many webhooks follow one another, so reads are delayed, never starved.
+// The reads service asks it only while several pages are in flight (readers.service.ts, `holdFrom`).
 // See docs/decisions/0005-reads-off-the-money-path.md.
 import { performance } from "node:perf_hooks";
 

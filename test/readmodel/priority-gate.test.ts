@@ -77,8 +77,9 @@ describe("the gate around the webhook route", () => {
   let store: { id: string; key: string };
   const SECRET = "gate-secret";
   before(async () => {
-    // Pages wait whenever a webhook is in flight, however busy the thread (a test's thread mostly waits).
-    h = await createHarness("sqlite", { READ_YIELD_BUSY_PERCENT: "0" });
+    // Pages wait whenever a webhook is in flight, however busy the thread (a test's thread mostly waits)
+    // and however few pages are in flight (reads-hold.test.ts tests that criterion).
+    h = await createHarness("sqlite", { READ_YIELD_BUSY_PERCENT: "0", READ_YIELD_MIN_PAGES: "1" });
     store = await h.store();
     expectStatus(await h.admin("PUT", `/api/admin/stores/${store.id}/plugins/pay`, { catalog: "generic-hmac", secrets: { signingSecret: SECRET } }), 201);
   });

@@ -14,8 +14,9 @@ for (const threads of ["1", "0"]) {
     let h: Harness;
     let store: { id: string; key: string };
     before(async () => {
-      // Pages wait whenever a webhook is in flight, however busy the thread (a test's thread mostly waits).
-      h = await createHarness("sqlite", { READ_THREADS: threads, READ_YIELD_BUSY_PERCENT: "0" });
+      // Pages wait whenever a webhook is in flight, however busy the thread (a test's thread mostly waits)
+      // and however few pages are in flight.
+      h = await createHarness("sqlite", { READ_THREADS: threads, READ_YIELD_BUSY_PERCENT: "0", READ_YIELD_MIN_PAGES: "1" });
       store = await h.store();
       for (let i = 0; i < 3; i++) await h.customer(store.id, { email: `c${i}@example.com` });
     });
