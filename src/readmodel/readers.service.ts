@@ -80,7 +80,7 @@ export interface ReadsDeps {
    * ... when at least this many pages are in flight, the waiting one included (1: any page): a few pages
    * cost the main thread little (see createReadsService).
    */
-  holdFrom?: number;
+  holdFrom: number;
   /** Told each page's time stage by stage. */
   timer?: PageTimer;
 }
@@ -88,7 +88,6 @@ export interface ReadsDeps {
 export function createReadsService(deps: ReadsDeps): ReadsService {
   const inMemory = deps.database.kind === "sqlite" && deps.database.file === ":memory:";
   const timer = deps.timer ?? (() => {});
-  const holdFrom = deps.holdFrom ?? 1;
   /** Pages asked for and not yet returned. */
   let inFlight = 0;
   /**
@@ -101,7 +100,7 @@ export function createReadsService(deps: ReadsDeps): ReadsService {
    * and the payments a shorter tail (bench/README.md, thirty-fourth pass).
    */
   const hold = async (): Promise<number> => {
-    if (inFlight < holdFrom) return 0;
+    if (inFlight < deps.holdFrom) return 0;
     const from = performance.now();
     await deps.gate.whenIdle();
     return performance.now() - from;
