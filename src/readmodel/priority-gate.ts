@@ -16,6 +16,8 @@ export interface PriorityGate {
   whenIdle(): Promise<void>;
   /** Payment requests in flight now. */
   readonly active: number;
+  /** Pages waiting now. */
+  readonly waiting: number;
 }
 
 /** How long a measure of the main thread's busyness stands before it is taken again. */
@@ -45,6 +47,8 @@ export function eventLoopBusy(percent: number): () => boolean {
 export function createPriorityGate(maxHoldMs: number, busy: () => boolean = () => true): PriorityGate {
   let active = 0;
   let waiting: (() => void)[] = [];
+  /** Pages still held (one whose bound ran out is gone from it, though not yet from `waiting`). */
+  let held = 0;
   const release = () => {
     const ready = waiting;
     waiting = [];
@@ -53,6 +57,9 @@ export function createPriorityGate(maxHoldMs: number, busy: () => boolean = () =
   return {
     get active() {
       return active;
+    },
+    get waiting() {
+      return held;
     },
     enter() {
       active++;
@@ -71,10 +78,12 @@ export function createPriorityGate(maxHoldMs: number, busy: () => boolean = () =
         const go = () => {
           if (done) return;
           done = true;
+          held--;
           clearTimeout(timer);
           resolve();
         };
         const timer = setTimeout(go, maxHoldMs);
+        held++;
         waiting.push(go);
       });
     },

@@ -25,11 +25,13 @@ describe("the priority gate", () => {
     });
     await sleep(30);
     assert.equal(went, false, "held while the payment is in flight");
+    assert.equal(gate.waiting, 1, "the page is counted as waiting");
     leave();
     leave(); // a second call (answer, then close) counts once
     await waiting;
     assert.equal(went, true);
     assert.equal(gate.active, 0);
+    assert.equal(gate.waiting, 0);
   });
 
   test("on a thread with room to spare a page goes at once though a payment is in flight", async () => {
@@ -65,6 +67,7 @@ describe("the priority gate", () => {
       payments++;
       await sleep(1);
     }
+    assert.equal(gate.waiting, 0, "a page whose bound ran out no longer counts as waiting, payments in flight or not");
     leave();
     await waiting;
     // Counted, not timed: the page went while payments were still coming, not once they stopped.
