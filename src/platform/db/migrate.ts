@@ -32,6 +32,7 @@ import * as m0025 from "./migrations/0025_marks_per_statement.ts";
 import * as m0026 from "./migrations/0026_documents_fillfactor.ts";
 import * as m0027 from "./migrations/0027_customer_marks_name_invoice.ts";
 import * as m0028 from "./migrations/0028_invoice_documents_room.ts";
+import * as m0029 from "./migrations/0029_big_documents_lz4.ts";
 
 import type { MigrationContext } from "./migrations/context.ts";
 
@@ -67,6 +68,7 @@ const migrations: Record<string, MigrationModule> = {
   "0026_documents_fillfactor": m0026,
   "0027_customer_marks_name_invoice": m0027,
   "0028_invoice_documents_room": m0028,
+  "0029_big_documents_lz4": m0029,
 };
 
 /** The migrations this release ships, oldest first. */
